@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install rlgate and its pinned test stack into ./.venv on a fresh machine (Python >= 3.11).
+#   ci/install.sh            # creates .venv, installs everything pinned by ci/constraints.txt
+# Re-running is safe: pip skips what is already installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+VENV=${RLGATE_VENV:-.venv}
+
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+
+"${PIP[@]}" install -q --upgrade "pip>=24"
+"${PIP[@]}" install -q -c ci/constraints.txt -e ".[all]"
+# nemo-gym 0.7.0 declares Requires-Python >=3.13.14 but runs on 3.11. --ignore-requires-python
+# applies to every package of a pip command, so nemo-gym is installed alone, without its
+# dependency tree; the modules rlgate imports need only what the [gym] extra installed above.
+"${PIP[@]}" install -q -c ci/constraints.txt --no-deps --ignore-requires-python nemo-gym==0.7.0
+"$VENV/bin/rlgate" versions

@@ -1,0 +1,219 @@
+"""vLLM's real tool-call and reasoning parsers, wired the way vLLM's chat server wires them.
+
+vLLM (0.25) composes the ``--tool-call-parser`` and ``--reasoning-parser`` into one
+``Parser`` (``vllm.parser.ParserManager.get_parser``), constructs it per request with
+the effective ``chat_template_kwargs`` and calls ``parse`` (non-streaming) or
+``parse_delta`` (streaming). :class:`ServedParsers` does exactly that, so a
+parse here is the parse the server would do. This is the only module that
+imports vLLM, and it does so lazily.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from rlgate._errors import RecipeError
+
+__all__ = [
+    "ParsedCall",
+    "ParsedOutput",
+    "ServedParsers",
+    "reasoning_parser_names",
+    "tool_parser_names",
+]
+
+log = logging.getLogger(__name__)
+
+
+def _import_vllm() -> None:
+    # vLLM installs its own log handlers unless told not to; let pytest/the CLI own logging.
+    os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
+
+
+@cache
+def tool_parser_names() -> tuple[str, ...]:
+    """Names registered in vLLM's ``ToolParserManager``."""
+    _import_vllm()
+    from vllm.tool_parsers import ToolParserManager
+
+    return tuple(sorted(ToolParserManager.list_registered()))
+
+
+@cache
+def reasoning_parser_names() -> tuple[str, ...]:
+    """Names registered in vLLM's ``ReasoningParserManager``."""
+    _import_vllm()
+    from vllm.reasoning import ReasoningParserManager
+
+    return tuple(sorted(ReasoningParserManager.list_registered()))
+
+
+def _check_name(kind: str, name: str, known: Sequence[str]) -> None:
+    if name in known:
+        return
+    close = difflib.get_close_matches(name, known, n=3)
+    hint = f"did you mean {' or '.join(close)}?" if close else f"registered: {', '.join(known)}"
+    raise RecipeError(f"unknown {kind} parser {name!r} in vLLM's registry", hint=hint)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    """One tool call as the server returns it (arguments decoded from JSON)."""
+
+    name: str
+    arguments: Any
+    raw_arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedOutput:
+    """What the chat server returns for one generation."""
+
+    reasoning: str | None
+    content: str | None
+    calls: tuple[ParsedCall, ...]
+
+
+def _decode_args(raw: str) -> Any:
+    try:
+        return json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        return raw  # surfaced as a string so a test can show the malformed arguments
+
+
+class ServedParsers:
+    """The tool + reasoning parser pair of one served model.
+
+    Args:
+        tokenizer: the served tokenizer (a transformers tokenizer).
+        tool_parser: ``tool_parser`` of the serving kwargs (None: no tool parsing).
+        reasoning_parser: ``reasoning_parser`` of the serving kwargs (None or "": none).
+        chat_template_kwargs: the effective kwargs (server defaults merged with request's),
+            e.g. ``{"enable_thinking": False}``; the reasoning parser reads them.
+        enable_auto_tools: ``enable_auto_tools`` (NeMo RL's server defaults it to True).
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        tool_parser: str | None,
+        reasoning_parser: str | None,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+        enable_auto_tools: bool = True,
+    ) -> None:
+        _import_vllm()
+        from vllm.parser import ParserManager
+
+        if tool_parser:
+            _check_name("tool", tool_parser, tool_parser_names())
+        if reasoning_parser:
+            _check_name("reasoning", reasoning_parser, reasoning_parser_names())
+        self.tokenizer = tokenizer
+        self.tool_parser = tool_parser or None
+        self.reasoning_parser = reasoning_parser or None
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.enable_auto_tools = enable_auto_tools
+        self._parser_cls = ParserManager.get_parser(
+            tool_parser_name=self.tool_parser,
+            reasoning_parser_name=self.reasoning_parser,
+            enable_auto_tools=enable_auto_tools,
+        )
+
+    def _request(self, tools: Sequence[Mapping[str, Any]] | None) -> Any:
+        from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+
+        return ChatCompletionRequest(
+            model="rlgate",
+            messages=[{"role": "user", "content": "."}],
+            tools=list(tools) if tools else None,
+            chat_template_kwargs=self.chat_template_kwargs or None,
+        )
+
+    def _new_parser(self, request: Any) -> Any:
+        return self._parser_cls(
+            self.tokenizer, request.tools, chat_template_kwargs=self.chat_template_kwargs
+        )
+
+    def parse(
+        self,
+        text: str,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        token_ids: Sequence[int] = (),
+    ) -> ParsedOutput:
+        """Parse a complete generation as ``/v1/chat/completions`` does (non-streaming)."""
+        if self._parser_cls is None:
+            return ParsedOutput(None, text, ())
+        request = self._request(tools)
+        parser = self._new_parser(request)
+        reasoning, content, calls = parser.parse(
+            text,
+            request,
+            enable_auto_tools=self.enable_auto_tools,
+            model_output_token_ids=token_ids,
+        )
+        parsed = tuple(
+            ParsedCall(c.name, _decode_args(c.arguments), c.arguments or "") for c in calls or ()
+        )
+        if not (request.tools and self.enable_auto_tools and self.tool_parser):
+            parsed = ()
+        return ParsedOutput(reasoning, content, parsed)
+
+    def parse_streaming(
+        self,
+        token_ids: Sequence[int],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        prompt_token_ids: Sequence[int] | None = None,
+    ) -> ParsedOutput:
+        """Feed ``token_ids`` one token at a time through ``parse_delta`` and merge the deltas."""
+        request = self._request(tools)
+        if self._parser_cls is None:
+            text = self.tokenizer.decode(list(token_ids))
+            return ParsedOutput(None, text, ())
+        parser = self._new_parser(request)
+        reasoning: list[str] = []
+        content: list[str] = []
+        names: dict[int, str] = {}
+        args: dict[int, list[str]] = {}
+        emitted = ""
+        ids = list(token_ids)
+        for i, tid in enumerate(ids):
+            text = self.tokenizer.decode(ids[: i + 1], skip_special_tokens=False)
+            last = i == len(ids) - 1
+            if text.endswith("\ufffd") and not last:
+                delta = ""  # an incomplete UTF-8 sequence: vLLM's detokenizer holds it back
+            else:
+                delta, emitted = text[len(emitted) :], text
+            msg = parser.parse_delta(
+                delta_text=delta,
+                delta_token_ids=[tid],
+                request=request,
+                prompt_token_ids=list(prompt_token_ids or []),
+                finished=last,
+            )
+            if msg is None:
+                continue
+            if msg.reasoning:
+                reasoning.append(msg.reasoning)
+            if msg.content:
+                content.append(msg.content)
+            for call in msg.tool_calls or ():
+                if call.function is None:
+                    continue
+                if call.function.name:
+                    names[call.index] = call.function.name
+                if call.function.arguments:
+                    args.setdefault(call.index, []).append(call.function.arguments)
+        calls = tuple(
+            ParsedCall(names[i], _decode_args("".join(args.get(i, []))), "".join(args.get(i, [])))
+            for i in sorted(names)
+        )
+        return ParsedOutput(
+            "".join(reasoning) if reasoning else None, "".join(content) if content else None, calls
+        )

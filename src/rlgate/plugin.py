@@ -65,6 +65,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--swe-before", nargs="+", type=_existing_path, help="SWE results, base")
     group.addoption("--swe-after", nargs="+", type=_existing_path, help="SWE results, trained")
     group.addoption("--swe-dataset", type=_existing_path, help="SWE-bench Verified parquet/dir")
+    group.addoption("--swe-alpha", type=float, help="SWE gate significance level (default 0.05)")
+    group.addoption(
+        "--swe-margin-pp", type=float, help="SWE gate non-inferiority margin in points (default 0)"
+    )
+    group.addoption(
+        "--swe-max-infra-error-rate",
+        type=float,
+        help="SWE gate: above this share of infra errors/missing instances an arm is inconclusive",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

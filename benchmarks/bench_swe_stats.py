@@ -1,0 +1,123 @@
+"""Benchmark the SWE gate statistics: 500 instances x 2 arms x 5 seeds, 10,000 resamples.
+
+    python benchmarks/bench_swe_stats.py
+
+Times rlgate's cluster bootstrap CI + paired sign-flip test (what ``rlgate swe
+compare`` runs for several seeds) and the whole ``compare_arms`` on in-memory
+runs, against two baselines measured in the same process on the same data:
+a naive per-resample Python loop, and ``scipy.stats.bootstrap`` (paired,
+vectorised, percentile). Prints wall times and ratios; asserts nothing.
+Target: the rlgate path under 2 s.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+from scipy import stats as sps
+
+from rlgate import stats
+from rlgate.swe_compare import GateOptions, compare_arms
+from rlgate.swebench import (
+    DatasetUniverse,
+    InputFormat,
+    InstanceOutcome,
+    Outcome,
+    SweArm,
+    SweRun,
+)
+
+SEED = 20260901
+N, SEEDS, RESAMPLES = 500, 5, 10_000
+
+
+def simulate() -> tuple[np.ndarray, np.ndarray]:
+    """Per-seed resolved matrices (SEEDS x N) for a base and a slightly better model."""
+    rng = np.random.default_rng(SEED)
+    p_base = rng.beta(0.6, 0.9, size=N)
+    p_rl = np.clip(p_base + 0.03, 0, 1)
+    return rng.random((SEEDS, N)) < p_base, rng.random((SEEDS, N)) < p_rl
+
+
+def timed(fn, repeat: int = 3) -> tuple[float, object]:
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, out
+
+
+def rlgate_stats(diffs: np.ndarray) -> tuple[tuple[float, float], float]:
+    ci = stats.paired_bootstrap_ci(diffs, n_resamples=RESAMPLES, seed=0)
+    p = stats.paired_sign_flip_test(diffs, n_resamples=RESAMPLES, seed=0)
+    return ci, p
+
+
+def naive_loop(diffs: np.ndarray) -> tuple[float, float]:
+    rng = random.Random(0)
+    values = diffs.tolist()
+    means = sorted(sum(rng.choices(values, k=len(values))) / len(values) for _ in range(RESAMPLES))
+    return means[int(0.025 * RESAMPLES)], means[int(0.975 * RESAMPLES) - 1]
+
+
+def scipy_bootstrap(after_mean: np.ndarray, before_mean: np.ndarray) -> tuple[float, float]:
+    res = sps.bootstrap(
+        (after_mean, before_mean),
+        lambda a, b, axis: np.mean(a - b, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=RESAMPLES,
+        method="percentile",
+        random_state=np.random.default_rng(0),
+    )
+    return res.confidence_interval.low, res.confidence_interval.high
+
+
+def in_memory_arms(before: np.ndarray, after: np.ndarray):
+    ids = tuple(f"repo{i % 12}__proj-{i}" for i in range(N))
+    universe = DatasetUniverse(
+        "simulated", ids, {i: i.split("__")[0] for i in ids}, {}, None, "sim", None
+    )
+
+    def run(label: str, row: np.ndarray) -> SweRun:
+        outcomes = {
+            iid: InstanceOutcome(iid, Outcome.RESOLVED if r else Outcome.UNRESOLVED)
+            for iid, r in zip(ids, row, strict=True)
+        }
+        return SweRun(label, label, InputFormat.INSTANCE_MAP, outcomes, frozenset(ids), None, ())
+
+    arm_b = SweArm("before", tuple(run(f"b{k}", r) for k, r in enumerate(before)))
+    arm_a = SweArm("after", tuple(run(f"a{k}", r) for k, r in enumerate(after)))
+    return arm_b, arm_a, universe
+
+
+def main() -> None:
+    before, after = simulate()
+    b_mean, a_mean = before.mean(axis=0), after.mean(axis=0)
+    diffs = a_mean - b_mean
+    t_ours, (ci, p) = timed(lambda: rlgate_stats(diffs))
+    t_boot, _ = timed(lambda: stats.paired_bootstrap_ci(diffs, n_resamples=RESAMPLES, seed=0))
+    t_naive, naive_ci = timed(lambda: naive_loop(diffs), repeat=1)
+    t_scipy, scipy_ci = timed(lambda: scipy_bootstrap(a_mean, b_mean), repeat=1)
+    arm_b, arm_a, universe = in_memory_arms(before, after)
+    options = GateOptions(n_resamples=RESAMPLES)
+    t_compare, cmp = timed(lambda: compare_arms(arm_b, arm_a, universe, options))
+    print(f"data: {N} instances x 2 arms x {SEEDS} seeds, {RESAMPLES:,} resamples (seed {SEED})")
+    print(f"delta = {100 * diffs.mean():+.2f} pp, rlgate CI [{100 * ci[0]:+.2f}, "
+          f"{100 * ci[1]:+.2f}] pp, sign-flip p = {p:.4f}; {cmp.verdict.value}")  # fmt: skip
+    print(f"naive CI [{100 * naive_ci[0]:+.2f}, {100 * naive_ci[1]:+.2f}] pp, scipy CI "
+          f"[{100 * scipy_ci[0]:+.2f}, {100 * scipy_ci[1]:+.2f}] pp")  # fmt: skip
+    print(f"rlgate bootstrap CI alone           {t_boot:8.3f} s")
+    print(f"rlgate bootstrap CI + sign-flip test {t_ours:8.3f} s")
+    print(f"rlgate compare_arms (end to end)     {t_compare:8.3f} s  (target < 2 s)")
+    print(f"baseline=naive per-resample Python loop (CI only) {t_naive:8.3f} s "
+          f"-> rlgate bootstrap is {t_naive / t_boot:.1f}x faster")  # fmt: skip
+    print(f"baseline=scipy.stats.bootstrap paired percentile  {t_scipy:8.3f} s "
+          f"-> rlgate bootstrap is {t_scipy / t_boot:.1f}x faster")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,437 @@
+"""Readers for the SWE-bench result shapes (private to :mod:`rlgate.swebench`).
+
+Each reader turns one input into :class:`~rlgate.swebench.SweRun` records that
+cover the whole dataset universe. Read-only and pure: no subprocess, no Docker,
+no ``swebench.harness`` import (its package import pulls in docker); the few
+harness constants needed are mirrored below and checked against swebench in the
+unit tests. Every problem with an input raises SweError naming the file (and
+line, for JSONL).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rlgate._errors import SweError
+from rlgate.swebench import (
+    DatasetUniverse,
+    InputFormat,
+    InstanceOutcome,
+    Outcome,
+    SweRun,
+    _as_tests,
+    _examples,
+    _read_json,
+)
+
+logger = logging.getLogger(__name__)
+
+# Mirrors of swebench.harness.constants (5.0.2); a unit test checks they agree.
+LOG_REPORT = "report.json"
+LOG_INSTANCE = "run_instance.log"
+LOG_RUN_METADATA = "run.json"
+RUN_EVALUATION_LOG_DIR = Path("logs/run_evaluation")
+APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"
+# written by `rlgate swe eval` (rlgate.harness) in its run directory
+EVAL_RECORD = "rlgate_swe_eval.json"
+
+FINAL_REPORT_KEYS = (
+    "completed_ids",
+    "submitted_ids",
+    "resolved_ids",
+    "unresolved_ids",
+    "empty_patch_ids",
+    "error_ids",
+)
+_COUNT_KEYS = {
+    "resolved_instances": "resolved_ids",
+    "unresolved_instances": "unresolved_ids",
+    "empty_patch_instances": "empty_patch_ids",
+    "error_instances": "error_ids",
+    "completed_instances": "completed_ids",
+}
+ROLLOUT_ID_PATHS: tuple[tuple[str, ...], ...] = (
+    ("instance_id",),
+    ("responses_create_params", "metadata", "instance_id"),
+    ("instance_config", "problem_info", "instance_id"),
+    ("task_id",),
+)
+ROLLOUT_INDEX_KEY = "_ng_rollout_index"
+# Gym flags that say the environment, not the model, decided the reward.
+ROLLOUT_INFRA_FLAGS = ("eval_timed_out", "agent_timed_out", "oom_killed", "eval_oom_killed")
+# agent_error_kind values that are model failures even when Gym masks the sample.
+ROLLOUT_MODEL_FAILURES = frozenset({"max_iteration", "context_window", "stuck_in_loop"})
+
+
+# --- building runs -----------------------------------------------------------------
+
+
+def _build_run(
+    label: str,
+    fmt: InputFormat,
+    found: dict[str, InstanceOutcome],
+    universe: DatasetUniverse,
+    *,
+    scope: frozenset[str] | None,
+    source: str | None = None,
+    dataset_name: str | None = None,
+    label_mismatch: Iterable[str] = (),
+) -> SweRun:
+    unknown = (set(found) | (scope or set())) - set(universe.repos)
+    if unknown:
+        raise SweError(
+            f"{label}: {len(unknown)} instance id(s) are not in the dataset {universe.source}: "
+            f"{_examples(unknown)}",
+            hint="pass the --dataset (revision) these results were produced on",
+        )
+    outcomes = {
+        iid: found.get(iid, InstanceOutcome(iid, Outcome.MISSING, "not in this run"))
+        for iid in universe.ids
+    }
+    return SweRun(
+        label=label,
+        source=source or label,
+        input_format=fmt,
+        outcomes=outcomes,
+        scope=scope,
+        dataset_name=dataset_name,
+        label_mismatch=tuple(sorted(set(label_mismatch))),
+    )
+
+
+def _classify_entry(iid: str, entry: Any, where: str) -> InstanceOutcome:
+    """Classify one ``report.json``-style entry (``resolved``, ``patch_exists`` …)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("resolved"), bool):
+        raise SweError(f"{where}: entry for {iid} needs a boolean 'resolved'; got {entry!r:.200}")
+    if entry["resolved"]:
+        return InstanceOutcome(iid, Outcome.RESOLVED)
+    if entry.get("patch_is_None") is True or entry.get("patch_exists") is False:
+        return InstanceOutcome(iid, Outcome.EMPTY_PATCH, "no patch")
+    if entry.get("infra_failure") is True:
+        return InstanceOutcome(iid, Outcome.INFRA, entry.get("infra_failure_reason"))
+    return InstanceOutcome(iid, Outcome.UNRESOLVED)
+
+
+def _labels_differ(iid: str, entry: Any, universe: DatasetUniverse) -> bool:
+    """True when a report's graded F2P/P2P tests differ from the dataset's labels."""
+    status = entry.get("tests_status") if isinstance(entry, dict) else None
+    if not isinstance(status, dict) or iid not in universe.labels:
+        return False
+    seen = []
+    for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+        part = status.get(key) or {}
+        if not isinstance(part, dict):
+            raise SweError(f"{iid}: tests_status.{key} is not an object: {part!r:.100}")
+        seen.append(frozenset(part.get("success", [])) | frozenset(part.get("failure", [])))
+    return tuple(seen) != universe.labels[iid]
+
+
+# --- final report ------------------------------------------------------------------
+
+
+def _final_report(path: Path, doc: dict[str, Any], universe: DatasetUniverse) -> SweRun:
+    missing = [k for k in FINAL_REPORT_KEYS if k not in doc]
+    if missing:
+        raise SweError(
+            f"{path}: swebench final report is missing {', '.join(missing)}",
+            hint="the file is truncated or not a `swebench.harness.run_evaluation` report",
+        )
+    lists: dict[str, set[str]] = {}
+    for key in (*FINAL_REPORT_KEYS, "incomplete_ids", "infra_failure_ids"):
+        value = doc.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SweError(f"{path}: {key} must be a list of instance ids")
+        lists[key] = set(value)
+    for count_key, list_key in _COUNT_KEYS.items():
+        if count_key in doc and doc[count_key] != len(lists[list_key]):
+            raise SweError(
+                f"{path}: inconsistent report: {count_key}={doc[count_key]} but "
+                f"{list_key} lists {len(lists[list_key])} ids (corrupt or hand-edited?)"
+            )
+    if both := lists["resolved_ids"] & lists["unresolved_ids"]:
+        raise SweError(f"{path}: ids both resolved and unresolved: {_examples(both)}")
+    logs = _sibling_logs(path, universe)
+    reasons = doc.get("failure_reasons") or {}
+    found: dict[str, InstanceOutcome] = {}
+    for key, outcome in (
+        ("unresolved_ids", Outcome.UNRESOLVED),
+        ("resolved_ids", Outcome.RESOLVED),
+        ("empty_patch_ids", Outcome.EMPTY_PATCH),
+        ("error_ids", Outcome.ERROR),
+    ):
+        for iid in lists[key]:
+            found[iid] = InstanceOutcome(iid, outcome, reasons.get(iid))
+    for iid in lists["error_ids"]:
+        if logs and logs.outcomes[iid].outcome is Outcome.PATCH_FAILED:
+            found[iid] = logs.outcomes[iid]
+    for iid in lists["infra_failure_ids"] - lists["resolved_ids"]:
+        found[iid] = InstanceOutcome(iid, Outcome.INFRA, reasons.get(iid))
+    scope = frozenset(set().union(*lists.values()))
+    return _build_run(
+        str(path),
+        InputFormat.FINAL_REPORT,
+        found,
+        universe,
+        scope=scope,
+        dataset_name=logs.dataset_name if logs else None,
+        label_mismatch=logs.label_mismatch if logs else (),
+    )
+
+
+def _sibling_logs(report: Path, universe: DatasetUniverse) -> SweRun | None:
+    """The harness logs next to a final report (``--report_dir .`` layout), if any."""
+    root = report.parent / RUN_EVALUATION_LOG_DIR
+    if not root.is_dir():
+        return None
+    for run_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        suffix = f".{run_dir.name}.json"
+        if report.name.endswith(suffix):
+            model_dir = run_dir / report.name[: -len(suffix)]
+            if model_dir.is_dir() and _is_model_dir(model_dir):
+                logger.info("reading harness logs %s next to %s", model_dir, report)
+                return _log_dir(model_dir, universe)
+    return None
+
+
+# --- harness log directory ------------------------------------------------------------
+
+
+def _is_model_dir(path: Path) -> bool:
+    return any(
+        (child / LOG_REPORT).is_file() or (child / LOG_INSTANCE).is_file()
+        for child in path.iterdir()
+        if child.is_dir()
+    )
+
+
+def _resolve_model_dir(path: Path) -> Path:
+    if _is_model_dir(path):
+        return path
+    models = sorted(d for d in path.iterdir() if d.is_dir() and _is_model_dir(d))
+    if len(models) == 1:
+        return models[0]
+    if models:
+        raise SweError(
+            f"{path}: holds logs of {len(models)} models ({', '.join(m.name for m in models)})",
+            hint="pass one model directory per run",
+        )
+    raise SweError(
+        f"{path}: not a harness log directory (no <instance>/{LOG_REPORT} or {LOG_INSTANCE})",
+        hint="pass logs/run_evaluation/<run_id> or logs/run_evaluation/<run_id>/<model>",
+    )
+
+
+def _log_dir(path: Path, universe: DatasetUniverse) -> SweRun:
+    model_dir = _resolve_model_dir(path)
+    found: dict[str, InstanceOutcome] = {}
+    mismatch: list[str] = []
+    for inst in sorted(d for d in model_dir.iterdir() if d.is_dir()):
+        iid, report = inst.name, inst / LOG_REPORT
+        if report.is_file():
+            doc = _read_json(report)
+            if not isinstance(doc, dict) or iid not in doc:
+                raise SweError(f"{report}: expected a report keyed by {iid!r}")
+            found[iid] = _classify_entry(iid, doc[iid], str(report))
+            if _labels_differ(iid, doc[iid], universe):
+                mismatch.append(iid)
+        elif (inst / LOG_INSTANCE).is_file():
+            text = (inst / LOG_INSTANCE).read_text(encoding="utf-8", errors="replace")
+            if APPLY_PATCH_FAIL in text:
+                found[iid] = InstanceOutcome(iid, Outcome.PATCH_FAILED, "patch did not apply")
+            else:
+                found[iid] = InstanceOutcome(iid, Outcome.ERROR, f"no {LOG_REPORT}")
+    meta = model_dir.parent / LOG_RUN_METADATA
+    dataset_name = None
+    if meta.is_file():
+        doc = _read_json(meta)
+        dataset_name = doc.get("dataset") if isinstance(doc, dict) else None
+    return _build_run(
+        str(path),
+        InputFormat.LOG_DIR,
+        found,
+        universe,
+        scope=None,
+        dataset_name=dataset_name,
+        label_mismatch=mismatch,
+    )
+
+
+# --- per-instance mapping -------------------------------------------------------------
+
+
+def _instance_map(path: Path, doc: dict[str, Any], universe: DatasetUniverse) -> SweRun:
+    found = {iid: _classify_entry(iid, entry, str(path)) for iid, entry in doc.items()}
+    mismatch = [iid for iid, entry in doc.items() if _labels_differ(iid, entry, universe)]
+    return _build_run(
+        str(path),
+        InputFormat.INSTANCE_MAP,
+        found,
+        universe,
+        scope=frozenset(doc),
+        label_mismatch=mismatch,
+    )
+
+
+# --- NeMo Gym rollouts ------------------------------------------------------------------
+
+
+def _dig(row: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    node: Any = row
+    for key in keys:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _rollout_outcome(iid: str, row: Mapping[str, Any], where: str) -> InstanceOutcome:
+    reward = row.get("reward")
+    if isinstance(reward, bool) or not isinstance(reward, int | float):
+        raise SweError(f"{where}: rollout for {iid} has no numeric 'reward'")
+    if not (math.isclose(reward, 0.0) or math.isclose(reward, 1.0)):
+        raise SweError(f"{where}: reward {reward} for {iid} is not 0 or 1 (SWE rewards are binary)")
+    resolved = row.get("resolved", reward >= 0.5)
+    if not isinstance(resolved, bool) or resolved != (reward >= 0.5):
+        raise SweError(f"{where}: 'resolved'={resolved!r} contradicts reward={reward} for {iid}")
+    if row.get("evaluation_completed") is False:
+        return InstanceOutcome(iid, Outcome.ERROR, "evaluation_completed=false")
+    if resolved:
+        return InstanceOutcome(iid, Outcome.RESOLVED)
+    for flag in ROLLOUT_INFRA_FLAGS:
+        if row.get(flag) is True:
+            return InstanceOutcome(iid, Outcome.INFRA, flag)
+    if row.get("patch_exists") is False:
+        return InstanceOutcome(iid, Outcome.EMPTY_PATCH, "patch_exists=false")
+    masked = row.get("mask_sample") is True or _dig(row, ("instance_config", "mask_sample"))
+    if masked is True and row.get("agent_error_kind") not in ROLLOUT_MODEL_FAILURES:
+        return InstanceOutcome(iid, Outcome.INFRA, "mask_sample")
+    return InstanceOutcome(iid, Outcome.UNRESOLVED)
+
+
+def _rollout_labels(row: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]] | None:
+    inst = _dig(row, ("responses_create_params", "metadata", "instance_dict"))
+    if isinstance(inst, str):
+        try:
+            inst = json.loads(inst)
+        except json.JSONDecodeError:
+            return None
+    source = inst if isinstance(inst, Mapping) else row
+    if "FAIL_TO_PASS" in source and "PASS_TO_PASS" in source:
+        return _as_tests(source["FAIL_TO_PASS"]), _as_tests(source["PASS_TO_PASS"])
+    return None
+
+
+def _rollout_row(where: str, line: str) -> tuple[str, int | None, dict[str, Any]]:
+    """Parse one rollout line into (instance id, rollout index, row)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise SweError(f"{where}: not valid JSON ({exc.msg}); truncated file?") from exc
+    if not isinstance(row, dict):
+        raise SweError(f"{where}: expected a JSON object per line")
+    if "reward" not in row and "model_patch" in row:
+        raise SweError(
+            f"{where}: this is a predictions file, not results",
+            hint="evaluate it first: rlgate swe eval --predictions ...",
+        )
+    iid = next((v for p in ROLLOUT_ID_PATHS if isinstance(v := _dig(row, p), str)), None)
+    if iid is None:
+        raise SweError(
+            f"{where}: cannot find the instance id (looked at "
+            f"{', '.join('.'.join(p) for p in ROLLOUT_ID_PATHS)}); keys: {sorted(row)}"
+        )
+    index = row.get(ROLLOUT_INDEX_KEY)
+    if index is not None and (not isinstance(index, int) or index < 0):
+        raise SweError(f"{where}: {ROLLOUT_INDEX_KEY}={index!r} is not an int >= 0")
+    return iid, index, row
+
+
+def _rollouts(path: Path, universe: DatasetUniverse) -> list[SweRun]:
+    groups: dict[int | None, dict[str, tuple[int, InstanceOutcome]]] = {}
+    mismatch: dict[int | None, list[str]] = {}
+    names: set[str] = set()
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            iid, index, row = _rollout_row(where, line)
+            group = groups.setdefault(index, {})
+            if iid in group:
+                raise SweError(
+                    f"{where}: {iid} already seen at line {group[iid][0]}"
+                    + (f" for {ROLLOUT_INDEX_KEY}={index}" if index is not None else ""),
+                    hint="give one file per seed, or keep Gym's _ng_rollout_index per repeat",
+                )
+            group[iid] = (lineno, _rollout_outcome(iid, row, where))
+            labels = _rollout_labels(row)
+            if labels and iid in universe.labels and labels != universe.labels[iid]:
+                mismatch.setdefault(index, []).append(iid)
+            name = _dig(row, ("responses_create_params", "metadata", "dataset_name"))
+            if isinstance(name, str):
+                names.add(name)
+    if not groups:
+        raise SweError(f"{path}: no rollouts (empty file)")
+    if None in groups and len(groups) > 1:
+        raise SweError(f"{path}: some rows have {ROLLOUT_INDEX_KEY} and some do not")
+    runs = []
+    for index in sorted(groups, key=lambda i: -1 if i is None else i):
+        label = str(path) if index is None else f"{path}#rollout{index}"
+        found = {iid: outcome for iid, (_, outcome) in groups[index].items()}
+        runs.append(
+            _build_run(
+                label,
+                InputFormat.GYM_ROLLOUTS,
+                found,
+                universe,
+                scope=frozenset(found),
+                source=str(path),
+                dataset_name=", ".join(sorted(names)) or None,
+                label_mismatch=mismatch.get(index, ()),
+            )
+        )
+    return runs
+
+
+# --- detection ----------------------------------------------------------------------------
+
+
+def _is_entry(value: Any) -> bool:
+    return isinstance(value, dict) and "resolved" in value
+
+
+def read_path(p: Path, universe: DatasetUniverse) -> list[SweRun]:
+    """Detect the format of ``p`` and read it into runs."""
+    if not p.exists():
+        raise SweError(f"{p}: no such file or directory")
+    if p.is_dir() and (p / EVAL_RECORD).is_file():
+        record = _read_json(p / EVAL_RECORD)
+        final = record.get("final_report") if isinstance(record, dict) else None
+        if not isinstance(final, str):
+            raise SweError(f"{p / EVAL_RECORD}: no final_report recorded")
+        return read_path(Path(final), universe)
+    if p.is_dir():
+        return [_log_dir(p, universe)]
+    if p.suffix == ".jsonl":
+        return _rollouts(p, universe)
+    doc = _read_json(p)
+    if isinstance(doc, dict) and "resolved_ids" in doc:
+        return [_final_report(p, doc, universe)]
+    if (
+        isinstance(doc, dict)
+        and doc
+        and all(isinstance(v, dict) and "resolved" in v for v in doc.values())
+    ):
+        return [_instance_map(p, doc, universe)]
+    shape = f"keys {sorted(doc)[:8]}" if isinstance(doc, dict) else type(doc).__name__
+    raise SweError(
+        f"{p}: unrecognised SWE-bench result ({shape})",
+        hint="expected a swebench final report (resolved_ids, ...), a per-instance mapping "
+        "{instance_id: {resolved: bool}}, a logs/run_evaluation/<run_id> directory, or "
+        "NeMo Gym rollouts .jsonl",
+    )

@@ -1,0 +1,314 @@
+"""SWE-bench result records: the dataset universe, runs (seeds) and arms, and their loading.
+
+Inputs (one path = one run, except Gym rollouts with ``_ng_rollout_index``,
+which give one run per index), detected by shape:
+
+* the harness final report ``<model>.<run_id>.json`` (``resolved_ids`` …);
+* a harness log directory ``logs/run_evaluation/<run_id>[/<model>]`` holding
+  ``<instance>/report.json``;
+* a per-instance mapping ``{instance_id: {"resolved": bool, ...}}`` (merged
+  ``report.json`` files, the leaderboard's per-instance format);
+* NeMo Gym rollouts JSONL (``reward`` plus the instance id at ``instance_id``,
+  ``responses_create_params.metadata.instance_id``,
+  ``instance_config.problem_info.instance_id`` or ``task_id``);
+* a ``rlgate swe eval`` run directory (read as the final report its
+  ``rlgate_swe_eval.json`` names).
+
+Invariants:
+
+* Pure: reads files only. Running the harness (Docker, subprocess) lives in
+  :mod:`rlgate.harness`; this module does not even import ``swebench.harness``
+  (its package import pulls in docker), it mirrors the few constants it needs.
+* The denominator is always the dataset universe: every universe id gets
+  exactly one :class:`Outcome` per run, and missing, empty-patch, patch-failed
+  and error instances count as not resolved and are reported by category.
+* Anything unrecognised, truncated, inconsistent or naming ids outside the
+  universe raises :class:`~rlgate._errors.SweError` naming the file.
+
+The four readers live in :mod:`rlgate._swe_formats`; the before/after
+comparison in :mod:`rlgate.swe_compare`; JSON, JUnit and the summary table in
+:mod:`rlgate.swe_report`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rlgate._errors import InfraError, SweError
+
+__all__ = [
+    "INFRA_OUTCOMES",
+    "DatasetUniverse",
+    "InputFormat",
+    "InstanceOutcome",
+    "Outcome",
+    "SweArm",
+    "SweRun",
+    "load_arm",
+    "load_runs",
+    "load_universe",
+]
+
+_EXAMPLES = 5
+
+
+class Outcome(Enum):
+    """What happened to one instance in one run."""
+
+    RESOLVED = "resolved"
+    UNRESOLVED = "unresolved"
+    EMPTY_PATCH = "empty_patch"  # the model produced no patch
+    PATCH_FAILED = "patch_failed"  # the patch did not apply (a model failure)
+    ERROR = "error"  # harness error: no readable report (timeout, crash, image)
+    INFRA = "infra"  # classified environment fault (OOM, Docker, network)
+    MISSING = "missing"  # in the dataset, absent from the run
+
+
+#: Outcomes that measure the environment rather than the model.
+INFRA_OUTCOMES = frozenset({Outcome.ERROR, Outcome.INFRA, Outcome.MISSING})
+
+
+class InputFormat(Enum):
+    """The four result shapes :func:`load_runs` recognises."""
+
+    FINAL_REPORT = "final_report"
+    LOG_DIR = "log_dir"
+    INSTANCE_MAP = "instance_map"
+    GYM_ROLLOUTS = "gym_rollouts"
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceOutcome:
+    """One instance's outcome in one run, with the harness's reason if any."""
+
+    instance_id: str
+    outcome: Outcome
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetUniverse:
+    """The instance set every run is scored against, pinned by content hashes."""
+
+    source: str
+    ids: tuple[str, ...]
+    repos: dict[str, str]
+    labels: dict[str, tuple[frozenset[str], frozenset[str]]]
+    file_sha256: str | None
+    ids_sha256: str
+    labels_sha256: str | None
+
+    @property
+    def n(self) -> int:
+        """Number of instances (the denominator)."""
+        return len(self.ids)
+
+
+@dataclass(frozen=True, slots=True)
+class SweRun:
+    """One evaluation run (one seed) of one model, covering the whole universe."""
+
+    label: str
+    source: str
+    input_format: InputFormat
+    outcomes: dict[str, InstanceOutcome]
+    scope: frozenset[str] | None  # ids the run was asked to evaluate, if known
+    dataset_name: str | None  # what the run says it was graded against
+    label_mismatch: tuple[str, ...]  # ids graded with tests other than the dataset's
+
+    def ids(self, outcome: Outcome) -> list[str]:
+        """Sorted ids with ``outcome``."""
+        return sorted(i for i, o in self.outcomes.items() if o.outcome is outcome)
+
+    def count(self, outcome: Outcome) -> int:
+        """Number of instances with ``outcome``."""
+        return sum(1 for o in self.outcomes.values() if o.outcome is outcome)
+
+    def resolved_vector(self, ids: Sequence[str]) -> NDArray[np.bool_]:
+        """Boolean resolved vector in the order of ``ids``."""
+        return np.fromiter(
+            (self.outcomes[i].outcome is Outcome.RESOLVED for i in ids), dtype=bool, count=len(ids)
+        )
+
+    @property
+    def infra_count(self) -> int:
+        """Harness errors + classified infra faults + missing instances."""
+        return sum(1 for o in self.outcomes.values() if o.outcome in INFRA_OUTCOMES)
+
+    @property
+    def infra_error_rate(self) -> float:
+        """:attr:`infra_count` over the universe size."""
+        return self.infra_count / len(self.outcomes)
+
+
+@dataclass(frozen=True, slots=True)
+class SweArm:
+    """The runs (seeds) of one model."""
+
+    name: str
+    runs: tuple[SweRun, ...]
+
+
+# --- small readers -------------------------------------------------------------
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _sha256_json(payload: Any) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _examples(ids: Iterable[str]) -> str:
+    items = sorted(ids)
+    more = f" ... (+{len(items) - _EXAMPLES} more)" if len(items) > _EXAMPLES else ""
+    return ", ".join(items[:_EXAMPLES]) + more
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SweError(f"{path}: cannot read: {exc}") from exc
+    if not text.strip():
+        raise SweError(f"{path}: file is empty (truncated write?)")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SweError(
+            f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+            hint="the file looks truncated or corrupt; regenerate it from the harness logs",
+        ) from exc
+
+
+def _as_tests(value: Any) -> frozenset[str]:
+    """A FAIL_TO_PASS/PASS_TO_PASS field (a JSON string in the parquet, or a list)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value else []
+        except json.JSONDecodeError as exc:
+            raise SweError(f"test list is not JSON: {value[:80]!r}") from exc
+    if not isinstance(value, list | tuple | type(None)):
+        raise SweError(f"test list must be a list, got {type(value).__name__}")
+    return frozenset(str(v) for v in value or ())
+
+
+# --- the dataset universe --------------------------------------------------------
+
+
+def _dataset_file(path: Path) -> list[dict[str, Any]]:
+    if path.suffix not in (".parquet", ".jsonl"):
+        doc = _read_json(path)
+        if not isinstance(doc, list):
+            raise SweError(f"{path}: a JSON dataset must be a list of instances")
+        return doc
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            wanted = ["instance_id", "repo", "FAIL_TO_PASS", "PASS_TO_PASS"]
+            names = pq.read_schema(path).names
+            return pq.read_table(path, columns=[c for c in wanted if c in names]).to_pylist()
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+    except Exception as exc:  # ArrowInvalid, JSONDecodeError, OSError: an unreadable dataset
+        raise SweError(f"{path}: cannot read the dataset: {exc}") from exc
+
+
+def _dataset_rows(source: str, split: str) -> tuple[list[dict[str, Any]], Path | None]:
+    path = Path(source).expanduser()
+    if path.is_dir():
+        if (path / f"{split}.parquet").is_file():
+            path = path / f"{split}.parquet"
+        elif (path / split / "dataset_info.json").is_file():
+            import datasets  # optional and heavy: imported only for this layout
+
+            return [dict(r) for r in datasets.load_from_disk(str(path / split))], None
+        else:
+            raise SweError(f"{path}: no {split}.parquet or {split}/ (save_to_disk) inside")
+    if path.is_file():
+        return _dataset_file(path), path
+    try:
+        import datasets
+
+        return [dict(r) for r in datasets.load_dataset(source, split=split)], None
+    except Exception as exc:  # network, auth, unknown name: all mean "not reachable here"
+        raise InfraError(
+            f"cannot load dataset {source!r} (split {split!r}): {exc}",
+            hint="pass --dataset PATH to a local copy (a <split>.parquet, its directory, "
+            "or a .json/.jsonl list of instances)",
+        ) from exc
+
+
+def load_universe(source: str | os.PathLike[str], *, split: str = "test") -> DatasetUniverse:
+    """Load the instance universe (ids, repos, test labels) and pin it by sha256."""
+    rows, file_path = _dataset_rows(str(source), split)
+    if not rows:
+        raise SweError(f"dataset {source}: no instances")
+    repos: dict[str, str] = {}
+    labels: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+    for row in rows:
+        iid = row.get("instance_id")
+        if not isinstance(iid, str) or "repo" not in row:
+            raise SweError(
+                f"dataset {source}: every row needs instance_id and repo; got {row!r:.200}"
+            )
+        if iid in repos:
+            raise SweError(f"dataset {source}: duplicate instance_id {iid}")
+        repos[iid] = str(row["repo"])
+        if "FAIL_TO_PASS" in row and "PASS_TO_PASS" in row:
+            labels[iid] = (_as_tests(row["FAIL_TO_PASS"]), _as_tests(row["PASS_TO_PASS"]))
+    ids = tuple(sorted(repos))
+    labels_doc = {i: [sorted(f), sorted(p)] for i, (f, p) in labels.items()}
+    return DatasetUniverse(
+        source=str(source),
+        ids=ids,
+        repos=repos,
+        labels=labels,
+        file_sha256=_sha256_file(file_path) if file_path else None,
+        ids_sha256=hashlib.sha256("\n".join(ids).encode()).hexdigest(),
+        labels_sha256=_sha256_json(labels_doc) if len(labels) == len(ids) else None,
+    )
+
+
+# --- entry points ------------------------------------------------------------------
+
+
+def load_runs(path: str | os.PathLike[str], universe: DatasetUniverse) -> list[SweRun]:
+    """Read one input path into one run (several for Gym rollouts with repeats).
+
+    The format is detected by shape (see the module docstring); anything else
+    raises :class:`~rlgate._errors.SweError` naming the file.
+    """
+    from rlgate import _swe_formats  # lazy: it imports this module's records
+
+    return _swe_formats.read_path(Path(path), universe)
+
+
+def load_arm(
+    name: str, paths: Sequence[str | os.PathLike[str]], universe: DatasetUniverse
+) -> SweArm:
+    """Read every path of one arm; each yields one or more runs (seeds)."""
+    if not paths:
+        raise SweError(f"the {name} arm has no inputs")
+    runs = [run for path in paths for run in load_runs(path, universe)]
+    labels = [r.label for r in runs]
+    if len(set(labels)) != len(labels):
+        raise SweError(f"the {name} arm lists the same run twice: {labels}")
+    return SweArm(name, tuple(runs))

@@ -16,24 +16,25 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlgate.contiguity import SCENARIOS, replay
 from rlgate.findings import Finding, Severity
 from rlgate.gym import check_server_keys
-from rlgate.recipes import Recipe, get_path, load_recipe
+from rlgate.recipes import Recipe, flatten, get_path, load_recipe
 from rlgate.schema import check_keys
-from rlgate.serving import ServingSetup, serving_chat_parameters, serving_setup
-from rlgate.templates import (
-    PROBE_TOOLS,
-    SERVING_KWARGS,
-    ThinkingMode,
-    ToolCallFormat,
+from rlgate.serving import (
+    ServingSetup,
+    check_budget,
+    check_contiguity,
+    check_data,
+    check_parsers,
+    check_thinking,
+    serving_chat_parameters,
+    serving_setup,
 )
+from rlgate.templates import SERVING_KWARGS
 
 __all__ = ["CompatReport", "check_recipe", "check_recipe_file"]
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
-_XML_PARSERS, _JSON_PARSERS = ("qwen3_coder", "qwen3_xml"), ("hermes",)
-_FORMAT_NAMES = {ToolCallFormat.XML: "XML (<function=...>)", ToolCallFormat.JSON: "JSON (hermes)"}
 
 
 def _is_async(cfg: dict[str, Any]) -> bool:
@@ -223,95 +224,6 @@ def check_topology(recipe: Recipe) -> list[Finding]:
     return out
 
 
-def _agent_turns(setup: ServingSetup) -> int | None:
-    turns = [
-        s.config.get("agent_max_turns")
-        for s in setup.servers
-        if s.server_type == "responses_api_agents"
-    ]
-    turns = [t for t in turns if isinstance(t, int)]
-    return max(turns) if turns else None
-
-
-def check_budget(setup: ServingSetup) -> list[Finding]:
-    """Sequence budget: max_total_sequence_length vs vLLM context vs turns x per-turn tokens."""
-    cfg, out = setup.recipe.config, []
-    total = get_path(cfg, "policy.max_total_sequence_length")
-    model_len = get_path(cfg, "policy.generation.vllm_cfg.max_model_len")
-    new_tokens = get_path(cfg, "policy.generation.max_new_tokens")
-    if isinstance(total, int) and isinstance(model_len, int) and total > model_len:
-        out.append(
-            Finding(
-                "budget-model-len",
-                W,
-                "policy.generation.vllm_cfg.max_model_len",
-                f"max_total_sequence_length {total} > vLLM max_model_len {model_len}: the engine truncates at its own limit (NeMo RL only warns)",
-            )
-        )
-    if isinstance(total, int) and isinstance(new_tokens, int) and new_tokens > total:
-        out.append(
-            Finding(
-                "budget-new-tokens",
-                W,
-                "policy.generation.max_new_tokens",
-                f"max_new_tokens {new_tokens} > max_total_sequence_length {total}",
-            )
-        )
-    turns = _agent_turns(setup)
-    if isinstance(total, int) and turns:
-        # Measured: tokens one minimal tool turn (call + response) adds with this template.
-        from rlgate.contiguity import SCENARIO_TOOLS
-
-        ctx = setup.loop_context(through_gym=False)
-        base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
-        call = {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {
-                    "id": "c",
-                    "type": "function",
-                    "function": {"name": "run_shell", "arguments": {"command": "ls"}},
-                }
-            ],
-        }
-        tool = {"role": "tool", "tool_call_id": "c", "content": "x"}
-        from rlgate.templates import render
-
-        one = len(
-            ctx.encode(
-                render(ctx.tokenizer, ctx.template, base, SCENARIO_TOOLS, **ctx.template_kwargs)
-            )
-        )
-        two = len(
-            ctx.encode(
-                render(
-                    ctx.tokenizer,
-                    ctx.template,
-                    [*base, call, tool],
-                    SCENARIO_TOOLS,
-                    **ctx.template_kwargs,
-                )
-            )
-        )
-        overhead = two - one
-        per_turn = total / turns
-        msg = f"{turns} agent turns in {total} tokens leaves {per_turn:.0f} tokens per turn; the template alone spends {overhead} tokens on a minimal tool turn"
-        if per_turn < 4 * overhead or per_turn < 256:
-            out.append(
-                Finding(
-                    "budget-turns",
-                    W,
-                    "policy.max_total_sequence_length",
-                    msg
-                    + ": trajectories will hit the length limit (truncation_rate) long before agent_max_turns",
-                )
-            )
-        else:
-            out.append(Finding("budget-turns", I, "policy.max_total_sequence_length", msg))
-    return out
-
-
 def check_serving_kwargs(recipe: Recipe) -> list[Finding]:
     """Keys of http_server_serving_chat_kwargs must be OpenAIServingChat parameters."""
     kwargs = get_path(recipe.config, SERVING_KWARGS) or {}
@@ -396,214 +308,13 @@ def check_gym(setup: ServingSetup) -> list[Finding]:
     return out
 
 
-def _probe_model_output(setup: ServingSetup) -> tuple[str, Any]:
-    """What a model served with this template writes for one reasoning + tool-call turn."""
-    from rlgate.contiguity import Call, Turn, _model_turn, _render
-
-    ctx = setup.loop_context(through_gym=False)
-    ctx.tools = PROBE_TOOLS
-    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "Fix the bug."}]
-    prompt = _render(ctx, msgs, gen=True)
-    turn = Turn(
-        "Inspect the tree first.",
-        "",
-        (Call("rlgate_probe_tool", {"command": "ls -la /testbed", "count": 3}),),
-    )
-    text = _model_turn(ctx, msgs, turn, prompt)
-    eos = setup.tokenizer.eos_token or ""
-    return (text[: -len(eos)] if eos and text.endswith(eos) else text), ctx
-
-
-def _parses_calls(setup: ServingSetup, text: str, tool_parser: str | None) -> bool:
-    from rlgate.parsers import ServedParsers
-
-    parsed = ServedParsers(
-        setup.tokenizer, tool_parser, setup.reasoning_parser, setup.effective_kwargs
-    ).parse(text, PROBE_TOOLS)
-    return [c.name for c in parsed.calls] == ["rlgate_probe_tool"] and parsed.calls[
-        0
-    ].arguments == {"command": "ls -la /testbed", "count": 3}
-
-
-def check_parsers(setup: ServingSetup) -> list[Finding]:
-    """Tool and reasoning parsers against what the served template makes the model write."""
-    out, profile = [], setup.profile()
-    fmt, key = profile.tool_format, f"{SERVING_KWARGS}.tool_parser"
-    out.append(
-        Finding(
-            "template-profile",
-            I,
-            SERVING_KWARGS,
-            f"served template ({setup.template.source}, sha256 {setup.template.sha256[:12]}): tool calls {fmt.value}, thinking {profile.thinking.value}, generation prompt {profile.generation_prompt!r}",
-        )
-    )
-    text, ctx = _probe_model_output(setup)
-    parsed = setup.parsers().parse(text, PROBE_TOOLS)
-    if setup.tool_parser is None:
-        if setup.servers:
-            out.append(
-                Finding(
-                    "no-tool-parser",
-                    E,
-                    key,
-                    f"no tool_parser: the model's {_FORMAT_NAMES.get(fmt, fmt.value)} tool calls stay in the message text and the agent sees no calls",
-                )
-            )
-    elif not _parses_calls(setup, text, setup.tool_parser):
-        working = [p for p in (*_XML_PARSERS, *_JSON_PARSERS) if _parses_calls(setup, text, p)]
-        fix = f" Parsers that do: {', '.join(working)}." if working else ""
-        out.append(
-            Finding(
-                "tool-parser-mismatch",
-                E,
-                key,
-                f"tool_parser {setup.tool_parser!r} cannot parse the tool calls this template writes ({_FORMAT_NAMES.get(fmt, fmt.value)}), e.g. {profile.call_text[:120]!r}; they would be left in the message text (Gym counts them as invalid tool calls).{fix}",
-            )
-        )
-    rkey = f"{SERVING_KWARGS}.reasoning_parser"
-    gym_rp = setup.gym_model.config.get("uses_reasoning_parser", True) if setup.gym_model else None
-    if profile.thinking is ThinkingMode.OPEN:
-        if setup.reasoning_parser is None:
-            out.append(
-                Finding(
-                    "reasoning-not-parsed",
-                    E,
-                    rkey,
-                    "the template opens <think> in the generation prompt but no reasoning_parser is set: reasoning and '</think>' land in the content (malformed thinking, broken tool-call parsing)",
-                )
-            )
-        elif "Inspect the tree first." not in (parsed.reasoning or ""):
-            out.append(
-                Finding(
-                    "reasoning-parser-mismatch",
-                    E,
-                    rkey,
-                    f"reasoning_parser {setup.reasoning_parser!r} does not recover the reasoning this template makes the model write (got reasoning={parsed.reasoning!r}); kwargs seen by the parser: {setup.effective_kwargs}",
-                )
-            )
-    elif setup.reasoning_parser and parsed.reasoning:
-        out.append(
-            Finding(
-                "reasoning-parser-swallows-content",
-                E,
-                rkey,
-                f"thinking is {profile.thinking.value} in the served template, but reasoning_parser {setup.reasoning_parser!r} turns the model's answer into reasoning ({parsed.reasoning[:80]!r}); the content and tool calls are lost",
-            )
-        )
-    if gym_rp is False and setup.reasoning_parser:
-        out.append(
-            Finding(
-                "gym-reasoning-parser",
-                E,
-                f"env.nemo_gym.{setup.gym_model.instance}",
-                "Gym's policy model sets uses_reasoning_parser: false while vLLM runs a reasoning parser: Gym raises an AssertionError on every response with reasoning",
-            )
-        )
-    return out
-
-
-def check_thinking(setup: ServingSetup) -> list[Finding]:
-    """Thinking kwargs and history-thinking truncation in multi-turn agent recipes."""
-    out, profile = [], setup.profile()
-    for name, value in setup.ignored_kwargs.items():
-        sev = (
-            E
-            if name == "enable_thinking"
-            and value is False
-            and profile.thinking is ThinkingMode.OPEN
-            else W
-        )
-        out.append(
-            Finding(
-                "template-ignores-kwarg",
-                sev,
-                f"{SERVING_KWARGS}.default_chat_template_kwargs",
-                f"chat_template_kwargs {name}={value!r}: the served template never reads {name!r}, so vLLM drops it"
-                + (" and thinking stays on" if sev is E else ""),
-            )
-        )
-    if setup.effective_kwargs.get("truncate_history_thinking") is True:
-        out.append(
-            Finding(
-                "truncate-history-thinking",
-                E,
-                f"{SERVING_KWARGS}.default_chat_template_kwargs",
-                "truncate_history_thinking: true breaks the rollout token contract (NVIDIA-NeMo/RL#3931): training must see the reasoning generation saw",
-            )
-        )
-    multi_turn = bool(setup.servers) and (_agent_turns(setup) or 2) > 1
-    if setup.gym_model is not None and profile.thinking is ThinkingMode.OPEN:
-        gcfg = setup.gym_model.config
-        where = f"env.nemo_gym.{setup.gym_model.instance}.responses_api_models.vllm_model"
-        if gcfg.get("uses_interleaved_reasoning") is False:
-            out.append(
-                Finding(
-                    "gym-drops-history-reasoning",
-                    E,
-                    where,
-                    "uses_interleaved_reasoning: false drops every earlier turn's reasoning before it reaches vLLM",
-                )
-            )
-        if gcfg.get("reasoning_field") == "reasoning_content":
-            out.append(
-                Finding(
-                    "gym-reasoning-field",
-                    E,
-                    where,
-                    "reasoning_field: reasoning_content - vLLM >= 0.16 reads only `reasoning` from history messages, so history reasoning is dropped",
-                )
-            )
-    if (
-        multi_turn
-        and profile.thinking is not ThinkingMode.NONE
-        and not profile.keeps_reasoning_after_new_user_turn
-    ):
-        sev = E if profile.thinking is ThinkingMode.OPEN else W
-        out.append(
-            Finding(
-                "history-thinking-dropped",
-                sev,
-                f"{SERVING_KWARGS}.chat_template",
-                f"the served template ({setup.template.source}) drops earlier turns' <think> blocks once a new user message arrives (harness nudges, multi-turn agents); the next prompt no longer extends the generated tokens ('Non-contiguous messages'). Serve a thinking-preserving template",
-            )
-        )
-    return out
-
-
-def check_contiguity(setup: ServingSetup) -> list[Finding]:
-    """Replay agent loops through template, parsers and Gym; report token divergences."""
-    if not setup.servers:
-        return []
-    out, ctx = [], setup.loop_context(through_gym=True)
-    for scenario in SCENARIOS.values():
-        if scenario.name == "empty_reasoning" and ctx.thinking is not ThinkingMode.OPEN:
-            continue
-        result = replay(ctx, scenario)
-        if result.problems:
-            detail = "; ".join(result.problems[:3])
-            out.append(
-                Finding(
-                    f"round-trip-{scenario.name}",
-                    E,
-                    SERVING_KWARGS,
-                    f"{scenario.description}: {detail}",
-                )
-            )
-        if result.divergence is not None:
-            splice = (
-                "NeMo RL's EOS-count splice can restore the prefix when the agent echoes token ids"
-                if result.splice_restores
-                else "NeMo RL's EOS-count splice cannot find its boundary"
-            )
-            out.append(
-                Finding(
-                    f"non-contiguous-{scenario.name}",
-                    W,
-                    SERVING_KWARGS,
-                    f"{scenario.description}: {result.divergence.describe()} ({splice})",
-                )
-            )
-    return out
+def check_mandatory(recipe: Recipe) -> list[Finding]:
+    """Values left as ``???`` (OmegaConf's mandatory marker) fail at NeMo RL start-up."""
+    return [
+        Finding("missing-value", E, key, "mandatory value (???) is not set")
+        for key, value in flatten(recipe.config).items()
+        if value == "???"
+    ]
 
 
 class CompatReport:
@@ -640,8 +351,10 @@ class CompatReport:
         }
 
 
-def check_recipe(recipe: Recipe, tokenizer_root: str | Path | None) -> CompatReport:
-    """Run every check on a loaded recipe."""
+def check_recipe(
+    recipe: Recipe, tokenizer_root: str | Path | None, setup: ServingSetup | None = None
+) -> CompatReport:
+    """Run every check on a loaded recipe (``setup`` reuses an already resolved serving setup)."""
     findings = [
         Finding(
             "unresolved-interpolation",
@@ -652,14 +365,16 @@ def check_recipe(recipe: Recipe, tokenizer_root: str | Path | None) -> CompatRep
         for u in recipe.unresolved
     ]
     findings += (
-        check_keys(recipe.config)
+        check_mandatory(recipe)
+        + check_keys(recipe.config)
         + check_async(recipe)
         + check_topology(recipe)
         + check_serving_kwargs(recipe)
     )
-    setup = serving_setup(recipe, tokenizer_root)
+    setup = setup or serving_setup(recipe, tokenizer_root)
     steps: list[Callable[[ServingSetup], list[Finding]]] = [
         check_gym,
+        check_data,
         check_parsers,
         check_thinking,
         check_budget,

@@ -230,7 +230,7 @@ class GymChatPath:
         self.converter = self._server._converter
 
     def response_items(self, message: Mapping[str, Any]) -> list[Any]:
-        """vLLM chat message -> Gym Responses output items (as ``/v1/responses`` returns them)."""
+        """VLLM chat message -> Gym Responses output items (as ``/v1/responses`` returns them)."""
         msg = {k: v for k, v in message.items() if v is not None}
         reasoning = msg.pop("reasoning_content", None) or msg.pop("reasoning", None)
         msg.pop("reasoning", None)

@@ -25,15 +25,28 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rlgate._errors import RecipeError
 
-__all__ = ["GATE_KEY", "Recipe", "Unresolved", "flatten", "get_path", "load_recipe"]
+__all__ = [
+    "GATE_KEY",
+    "FunctionalGate",
+    "KnownLimitation",
+    "Recipe",
+    "Unresolved",
+    "flatten",
+    "functional_gate",
+    "get_path",
+    "load_recipe",
+    "recipe_files",
+    "recipe_tiers",
+]
 
 GATE_KEY = "rlgate"
 
@@ -221,6 +234,34 @@ def load_recipe(path: str | os.PathLike[str], overrides: Sequence[str] = ()) -> 
     )
 
 
+def recipe_files(root: str | os.PathLike[str]) -> list[Path]:
+    """Rlgate's recipes under ``root``: ``*.yaml`` and one level of subfolders, except ``base/``."""
+    top = Path(root)
+    files = sorted(top.glob("*.yaml")) + sorted(
+        p for p in top.glob("*/*.yaml") if p.parent.name != "base"
+    )
+    return files
+
+
+TIERS = ("functional", "convergence", "perf", "swe_gate")
+
+
+def recipe_tiers(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The tiers a recipe file declares in ``rlgate.tiers`` (read without loading its chain)."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise RecipeError(f"{path}: not valid YAML: {exc}") from exc
+    gate = raw.get(GATE_KEY) if isinstance(raw, dict) else None
+    tiers = gate.get("tiers") if isinstance(gate, dict) else None
+    if tiers is None:
+        return TIERS
+    unknown = sorted(set(tiers) - set(TIERS))
+    if unknown:
+        raise RecipeError(f"{path}: rlgate.tiers has unknown tier(s) {unknown}; known: {TIERS}")
+    return tuple(tiers)
+
+
 def get_path(config: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
     """Return ``config[a][b][c]`` for ``"a.b.c"``, or ``default`` when any level is absent."""
     node: Any = config
@@ -234,3 +275,31 @@ def get_path(config: Mapping[str, Any], dotted: str, default: Any = None) -> Any
 def flatten(config: Mapping[str, Any]) -> dict[str, Any]:
     """Return every key path of ``config`` (mappings descended, lists kept as leaves)."""
     return dict(_walk(config))
+
+
+class KnownLimitation(BaseModel):
+    """A documented, real limitation a functional check is expected to hit (strict xfail)."""
+
+    model_config = ConfigDict(extra="forbid")
+    check: Literal["contiguity", "round_trip", "streaming"]
+    scenario: str
+    reason: str
+
+
+class FunctionalGate(BaseModel):
+    """The ``rlgate.functional`` block of a recipe."""
+
+    model_config = ConfigDict(extra="forbid")
+    expect: Literal["pass", "reject"] = "pass"
+    reject_codes: list[str] = Field(default_factory=list)
+    data_tool_format: Literal["xml", "json"] | None = None
+    data_reasoning: bool | None = None
+    known_limitations: list[KnownLimitation] = Field(default_factory=list)
+
+
+def functional_gate(recipe: Recipe) -> FunctionalGate:
+    """Validate the recipe's ``rlgate.functional`` block."""
+    try:
+        return FunctionalGate.model_validate(recipe.gate.get("functional") or {})
+    except ValidationError as exc:
+        raise RecipeError(f"{recipe.path}: invalid rlgate.functional block: {exc}") from exc

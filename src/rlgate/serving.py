@@ -13,20 +13,24 @@ recipe so that checks and tests look at what would really be served.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from rlgate._errors import RecipeError
-from rlgate.contiguity import LoopContext
+from rlgate.contiguity import SCENARIOS, LoopContext, LoopResult, replay
+from rlgate.findings import Finding, Severity
 from rlgate.gym import GymChatPath, GymServer, gym_servers, vllm_model_config
 from rlgate.parsers import ServedParsers
-from rlgate.recipes import Recipe, get_path
+from rlgate.recipes import Recipe, functional_gate, get_path
 from rlgate.templates import (
+    PROBE_TOOLS,
     SERVING_KWARGS,
     ChatTemplate,
     TemplateProfile,
+    ThinkingMode,
+    ToolCallFormat,
     load_tokenizer,
     profile_template,
     resolve_tokenizer_source,
@@ -34,7 +38,16 @@ from rlgate.templates import (
     tokenizer_model_id,
 )
 
-__all__ = ["ServingSetup", "serving_chat_parameters", "serving_setup"]
+__all__ = [
+    "ServingSetup",
+    "check_budget",
+    "check_contiguity",
+    "check_data",
+    "check_parsers",
+    "check_thinking",
+    "serving_chat_parameters",
+    "serving_setup",
+]
 
 # Keys NeMo RL itself passes to OpenAIServingChat; a recipe cannot meaningfully set them.
 _NEMO_RL_OWNED = frozenset({"engine_client", "models", "online_renderer", "self"})
@@ -73,6 +86,9 @@ class ServingSetup:
     gym_kwargs: dict[str, Any]  # chat_template_kwargs Gym's vllm_model adds to requests
     servers: list[GymServer]
     gym_model: GymServer | None
+    _replays: dict[str, LoopResult] = field(default_factory=dict, repr=False)
+    _context: LoopContext | None = field(default=None, repr=False)
+    _profile: TemplateProfile | None = field(default=None, repr=False)
 
     @property
     def effective_kwargs(self) -> dict[str, Any]:
@@ -92,8 +108,10 @@ class ServingSetup:
         return {k: v for k, v in self.effective_kwargs.items() if k not in used}
 
     def profile(self) -> TemplateProfile:
-        """The measured behaviour of the served template under the served kwargs."""
-        return profile_template(self.tokenizer, self.template, self.template_kwargs)
+        """The measured behaviour of the served template under the served kwargs (cached)."""
+        if self._profile is None:
+            self._profile = profile_template(self.tokenizer, self.template, self.template_kwargs)
+        return self._profile
 
     def parsers(self) -> ServedParsers:
         """The vLLM parser pair, constructed as the chat server constructs it."""
@@ -113,6 +131,19 @@ class ServingSetup:
         return LoopContext(
             self.tokenizer, self.template, self.parsers(), self.template_kwargs, gym=gym
         )
+
+    def replay(self, scenario: str) -> LoopResult:
+        """Replay a named scenario through Gym's path (cached: tests and checks share it)."""
+        if scenario not in self._replays:
+            if self._context is None:
+                self._context = self.loop_context(through_gym=True)
+            self._replays[scenario] = replay(self._context, SCENARIOS[scenario])
+        return self._replays[scenario]
+
+    def scenarios(self) -> list[str]:
+        """Scenario names that apply: empty reasoning only exists when the model thinks."""
+        thinking = self.profile().thinking
+        return [n for n in SCENARIOS if n != "empty_reasoning" or thinking is ThinkingMode.OPEN]
 
 
 def _dict(value: Any, key: str) -> dict[str, Any]:
@@ -155,3 +186,341 @@ def serving_setup(recipe: Recipe, tokenizer_root: str | Path | None) -> ServingS
         servers=servers,
         gym_model=gym_model,
     )
+
+
+# --- checks on the served setup ---------------------------------------------------
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+_XML_PARSERS, _JSON_PARSERS = ("qwen3_coder", "qwen3_xml"), ("hermes",)
+
+_FORMAT_NAMES = {ToolCallFormat.XML: "XML (<function=...>)", ToolCallFormat.JSON: "JSON (hermes)"}
+
+
+def _agent_turns(setup: ServingSetup) -> int | None:
+    turns = [
+        s.config.get("agent_max_turns")
+        for s in setup.servers
+        if s.server_type == "responses_api_agents"
+    ]
+    turns = [t for t in turns if isinstance(t, int)]
+    return max(turns) if turns else None
+
+
+def check_budget(setup: ServingSetup) -> list[Finding]:
+    """Sequence budget: max_total_sequence_length vs vLLM context vs turns x per-turn tokens."""
+    cfg, out = setup.recipe.config, []
+    total = get_path(cfg, "policy.max_total_sequence_length")
+    model_len = get_path(cfg, "policy.generation.vllm_cfg.max_model_len")
+    new_tokens = get_path(cfg, "policy.generation.max_new_tokens")
+    if isinstance(total, int) and isinstance(model_len, int) and total > model_len:
+        out.append(
+            Finding(
+                "budget-model-len",
+                W,
+                "policy.generation.vllm_cfg.max_model_len",
+                f"max_total_sequence_length {total} > vLLM max_model_len {model_len}: the engine truncates at its own limit (NeMo RL only warns)",
+            )
+        )
+    if isinstance(total, int) and isinstance(new_tokens, int) and new_tokens > total:
+        out.append(
+            Finding(
+                "budget-new-tokens",
+                W,
+                "policy.generation.max_new_tokens",
+                f"max_new_tokens {new_tokens} > max_total_sequence_length {total}",
+            )
+        )
+    turns = _agent_turns(setup)
+    if isinstance(total, int) and turns:
+        # Measured: tokens one minimal tool turn (call + response) adds with this template.
+        from rlgate.contiguity import SCENARIO_TOOLS
+
+        ctx = setup.loop_context(through_gym=False)
+        base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+        call = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "c",
+                    "type": "function",
+                    "function": {"name": "run_shell", "arguments": {"command": "ls"}},
+                }
+            ],
+        }
+        tool = {"role": "tool", "tool_call_id": "c", "content": "x"}
+        from rlgate.templates import render
+
+        one = len(
+            ctx.encode(
+                render(ctx.tokenizer, ctx.template, base, SCENARIO_TOOLS, **ctx.template_kwargs)
+            )
+        )
+        two = len(
+            ctx.encode(
+                render(
+                    ctx.tokenizer,
+                    ctx.template,
+                    [*base, call, tool],
+                    SCENARIO_TOOLS,
+                    **ctx.template_kwargs,
+                )
+            )
+        )
+        overhead = two - one
+        per_turn = total / turns
+        msg = f"{turns} agent turns in {total} tokens leaves {per_turn:.0f} tokens per turn; the template alone spends {overhead} tokens on a minimal tool turn"
+        if per_turn < 4 * overhead or per_turn < 256:
+            out.append(
+                Finding(
+                    "budget-turns",
+                    W,
+                    "policy.max_total_sequence_length",
+                    msg
+                    + ": trajectories will hit the length limit (truncation_rate) long before agent_max_turns",
+                )
+            )
+        else:
+            out.append(Finding("budget-turns", I, "policy.max_total_sequence_length", msg))
+    return out
+
+
+def _probe_model_output(setup: ServingSetup) -> tuple[str, Any]:
+    """What a model served with this template writes for one reasoning + tool-call turn."""
+    from rlgate.contiguity import Call, Turn, _model_turn, _render
+
+    ctx = setup.loop_context(through_gym=False)
+    ctx.tools = PROBE_TOOLS
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "Fix the bug."}]
+    prompt = _render(ctx, msgs, gen=True)
+    turn = Turn(
+        "Inspect the tree first.",
+        "",
+        (Call("rlgate_probe_tool", {"command": "ls -la /testbed", "count": 3}),),
+    )
+    text = _model_turn(ctx, msgs, turn, prompt)
+    eos = setup.tokenizer.eos_token or ""
+    return (text[: -len(eos)] if eos and text.endswith(eos) else text), ctx
+
+
+def _parses_calls(setup: ServingSetup, text: str, tool_parser: str | None) -> bool:
+    from rlgate.parsers import ServedParsers
+
+    parsed = ServedParsers(
+        setup.tokenizer, tool_parser, setup.reasoning_parser, setup.effective_kwargs
+    ).parse(text, PROBE_TOOLS)
+    return [c.name for c in parsed.calls] == ["rlgate_probe_tool"] and parsed.calls[
+        0
+    ].arguments == {"command": "ls -la /testbed", "count": 3}
+
+
+def check_parsers(setup: ServingSetup) -> list[Finding]:
+    """Tool and reasoning parsers against what the served template makes the model write."""
+    out, profile = [], setup.profile()
+    fmt, key = profile.tool_format, f"{SERVING_KWARGS}.tool_parser"
+    out.append(
+        Finding(
+            "template-profile",
+            I,
+            SERVING_KWARGS,
+            f"served template ({setup.template.source}, sha256 {setup.template.sha256[:12]}): tool calls {fmt.value}, thinking {profile.thinking.value}, generation prompt {profile.generation_prompt!r}",
+        )
+    )
+    text, ctx = _probe_model_output(setup)
+    parsed = setup.parsers().parse(text, PROBE_TOOLS)
+    if setup.tool_parser is None:
+        if setup.servers:
+            out.append(
+                Finding(
+                    "no-tool-parser",
+                    E,
+                    key,
+                    f"no tool_parser: the model's {_FORMAT_NAMES.get(fmt, fmt.value)} tool calls stay in the message text and the agent sees no calls",
+                )
+            )
+    elif not _parses_calls(setup, text, setup.tool_parser):
+        working = [p for p in (*_XML_PARSERS, *_JSON_PARSERS) if _parses_calls(setup, text, p)]
+        fix = f" Parsers that do: {', '.join(working)}." if working else ""
+        out.append(
+            Finding(
+                "tool-parser-mismatch",
+                E,
+                key,
+                f"tool_parser {setup.tool_parser!r} cannot parse the tool calls this template writes ({_FORMAT_NAMES.get(fmt, fmt.value)}), e.g. {profile.call_text[:120]!r}; they would be left in the message text (Gym counts them as invalid tool calls).{fix}",
+            )
+        )
+    rkey = f"{SERVING_KWARGS}.reasoning_parser"
+    gym_rp = setup.gym_model.config.get("uses_reasoning_parser", True) if setup.gym_model else None
+    if profile.thinking is ThinkingMode.OPEN:
+        if setup.reasoning_parser is None:
+            out.append(
+                Finding(
+                    "reasoning-not-parsed",
+                    E,
+                    rkey,
+                    "the template opens <think> in the generation prompt but no reasoning_parser is set: reasoning and '</think>' land in the content (malformed thinking, broken tool-call parsing)",
+                )
+            )
+        elif "Inspect the tree first." not in (parsed.reasoning or ""):
+            out.append(
+                Finding(
+                    "reasoning-parser-mismatch",
+                    E,
+                    rkey,
+                    f"reasoning_parser {setup.reasoning_parser!r} does not recover the reasoning this template makes the model write (got reasoning={parsed.reasoning!r}); kwargs seen by the parser: {setup.effective_kwargs}",
+                )
+            )
+    elif setup.reasoning_parser and parsed.reasoning:
+        out.append(
+            Finding(
+                "reasoning-parser-swallows-content",
+                E,
+                rkey,
+                f"thinking is {profile.thinking.value} in the served template, but reasoning_parser {setup.reasoning_parser!r} turns the model's answer into reasoning ({parsed.reasoning[:80]!r}); the content and tool calls are lost",
+            )
+        )
+    if gym_rp is False and setup.reasoning_parser:
+        out.append(
+            Finding(
+                "gym-reasoning-parser",
+                E,
+                f"env.nemo_gym.{setup.gym_model.instance}",
+                "Gym's policy model sets uses_reasoning_parser: false while vLLM runs a reasoning parser: Gym raises an AssertionError on every response with reasoning",
+            )
+        )
+    return out
+
+
+def check_thinking(setup: ServingSetup) -> list[Finding]:
+    """Thinking kwargs and history-thinking truncation in multi-turn agent recipes."""
+    out, profile = [], setup.profile()
+    for name, value in setup.ignored_kwargs.items():
+        sev = (
+            E
+            if name == "enable_thinking"
+            and value is False
+            and profile.thinking is ThinkingMode.OPEN
+            else W
+        )
+        out.append(
+            Finding(
+                "template-ignores-kwarg",
+                sev,
+                f"{SERVING_KWARGS}.default_chat_template_kwargs",
+                f"chat_template_kwargs {name}={value!r}: the served template never reads {name!r}, so vLLM drops it"
+                + (" and thinking stays on" if sev is E else ""),
+            )
+        )
+    if setup.effective_kwargs.get("truncate_history_thinking") is True:
+        out.append(
+            Finding(
+                "truncate-history-thinking",
+                E,
+                f"{SERVING_KWARGS}.default_chat_template_kwargs",
+                "truncate_history_thinking: true breaks the rollout token contract (NVIDIA-NeMo/RL#3931): training must see the reasoning generation saw",
+            )
+        )
+    multi_turn = bool(setup.servers) and (_agent_turns(setup) or 2) > 1
+    if setup.gym_model is not None and profile.thinking is ThinkingMode.OPEN:
+        gcfg = setup.gym_model.config
+        where = f"env.nemo_gym.{setup.gym_model.instance}.responses_api_models.vllm_model"
+        if gcfg.get("uses_interleaved_reasoning") is False:
+            out.append(
+                Finding(
+                    "gym-drops-history-reasoning",
+                    E,
+                    where,
+                    "uses_interleaved_reasoning: false drops every earlier turn's reasoning before it reaches vLLM",
+                )
+            )
+        if gcfg.get("reasoning_field") == "reasoning_content":
+            out.append(
+                Finding(
+                    "gym-reasoning-field",
+                    E,
+                    where,
+                    "reasoning_field: reasoning_content - vLLM >= 0.16 reads only `reasoning` from history messages, so history reasoning is dropped",
+                )
+            )
+    if (
+        multi_turn
+        and profile.thinking is not ThinkingMode.NONE
+        and not profile.keeps_reasoning_after_new_user_turn
+    ):
+        sev = E if profile.thinking is ThinkingMode.OPEN else W
+        out.append(
+            Finding(
+                "history-thinking-dropped",
+                sev,
+                f"{SERVING_KWARGS}.chat_template",
+                f"the served template ({setup.template.source}) drops earlier turns' <think> blocks once a new user message arrives (harness nudges, multi-turn agents); the next prompt no longer extends the generated tokens ('Non-contiguous messages'). Serve a thinking-preserving template",
+            )
+        )
+    return out
+
+
+def check_contiguity(setup: ServingSetup) -> list[Finding]:
+    """Replay agent loops through template, parsers and Gym; report token divergences."""
+    if not setup.servers:
+        return []
+    out = []
+    for name in setup.scenarios():
+        scenario, result = SCENARIOS[name], setup.replay(name)
+        if result.problems:
+            detail = "; ".join(result.problems[:3])
+            out.append(
+                Finding(
+                    f"round-trip-{scenario.name}",
+                    E,
+                    SERVING_KWARGS,
+                    f"{scenario.description}: {detail}",
+                )
+            )
+        if result.divergence is not None:
+            splice = (
+                "NeMo RL's EOS-count splice can restore the prefix when the agent echoes token ids"
+                if result.splice_restores
+                else "NeMo RL's EOS-count splice cannot find its boundary"
+            )
+            out.append(
+                Finding(
+                    f"non-contiguous-{scenario.name}",
+                    W,
+                    SERVING_KWARGS,
+                    f"{scenario.description}: {result.divergence.describe()} ({splice})",
+                )
+            )
+    return out
+
+
+_DATA_FORMAT = {"xml": ToolCallFormat.XML, "json": ToolCallFormat.JSON}
+
+
+def check_data(setup: ServingSetup) -> list[Finding]:
+    """What the training data expects (declared in the recipe) vs what is served."""
+    gate, out = functional_gate(setup.recipe), []
+    profile = setup.profile()
+    if (
+        gate.data_tool_format is not None
+        and _DATA_FORMAT[gate.data_tool_format] is not profile.tool_format
+    ):
+        want = _FORMAT_NAMES[_DATA_FORMAT[gate.data_tool_format]]
+        out.append(
+            Finding(
+                "data-tool-format-mismatch",
+                E,
+                f"{SERVING_KWARGS}.tool_parser",
+                f"the data expects {want} tool calls (rlgate.functional.data_tool_format: {gate.data_tool_format}) but the served template ({setup.template.source}) writes {_FORMAT_NAMES.get(profile.tool_format, profile.tool_format.value)} calls and the server parses them with tool_parser {setup.tool_parser!r}: the policy is trained on a tool-call format the data never shows",
+            )
+        )
+    if gate.data_reasoning and profile.thinking is not ThinkingMode.OPEN:
+        kw = setup.effective_kwargs.get("enable_thinking")
+        out.append(
+            Finding(
+                "data-reasoning-without-thinking",
+                E,
+                f"{SERVING_KWARGS}.default_chat_template_kwargs",
+                f"the data expects reasoning (rlgate.functional.data_reasoning: true) but thinking is {profile.thinking.value} in the served template (enable_thinking={kw!r}, reasoning_parser={setup.reasoning_parser!r}): the model is never asked to reason",
+            )
+        )
+    return out

@@ -44,6 +44,7 @@ __all__ = [
     "LoopResult",
     "Scenario",
     "Turn",
+    "model_output",
     "replay",
     "splice_prefix",
 ]
@@ -242,7 +243,7 @@ class LoopContext:
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
 
-def _vllm_conversation(ctx: LoopContext, messages: Sequence[Mapping[str, Any]]) -> list[dict]:
+def vllm_conversation(ctx: LoopContext, messages: Sequence[Mapping[str, Any]]) -> list[dict]:
     """Normalise OpenAI-style messages as vLLM's ``parse_chat_messages`` does (text only)."""
     from vllm.entrypoints.chat_utils import _postprocess_messages
 
@@ -270,7 +271,7 @@ def _vllm_conversation(ctx: LoopContext, messages: Sequence[Mapping[str, Any]]) 
 
 
 def _render(ctx: LoopContext, messages: Sequence[Mapping[str, Any]], gen: bool) -> str:
-    conv = _vllm_conversation(ctx, messages)
+    conv = vllm_conversation(ctx, messages)
     return render(
         ctx.tokenizer,
         ctx.template,
@@ -331,6 +332,18 @@ def _model_turn(ctx: LoopContext, messages: list[dict], turn: Turn, prompt: str)
     return text
 
 
+def model_output(
+    ctx: LoopContext, turn: Turn, messages: Sequence[Mapping[str, Any]] | None = None
+) -> tuple[str, list[int]]:
+    """The text (without the EOS) and token ids a model served with ``ctx`` writes for ``turn``."""
+    msgs = [dict(m) for m in messages] if messages else list(_DEFAULT_OPENING)
+    prompt = _render(ctx, msgs, gen=True)
+    text = _model_turn(ctx, msgs, turn, prompt)
+    ids = ctx.encode(text)
+    eos = ctx.tokenizer.eos_token or ""
+    return (text[: -len(eos)] if eos and text.endswith(eos) else text), ids
+
+
 def _check_parse(turn: Turn, parsed: Any, thinking: ThinkingMode) -> list[str]:
     problems = []
     got = [(c.name, c.arguments) for c in parsed.calls]
@@ -382,14 +395,15 @@ def _tool_result(call: Call, index: int) -> str:
     return f"[{call.name} #{index}]\nREADME.md\nsetup.py\nsrc/"
 
 
+_DEFAULT_OPENING: tuple[dict[str, Any], ...] = (
+    {"role": "system", "content": "You are a software engineering agent working in /testbed."},
+    {"role": "user", "content": "The test tests/test_util.py::test_add fails. Fix it."},
+)
+
+
 def replay(ctx: LoopContext, scenario: Scenario) -> LoopResult:
     """Replay ``scenario`` and return the first token divergence (if any)."""
-    system = {
-        "role": "system",
-        "content": "You are a software engineering agent working in /testbed.",
-    }
-    user = {"role": "user", "content": "The test tests/test_util.py::test_add fails. Fix it."}
-    messages: list[dict[str, Any]] = [system, user]
+    messages: list[dict[str, Any]] = [dict(m) for m in _DEFAULT_OPENING]
     items: list[Any] = [{**m, "type": "message"} for m in messages]
     problems: list[str] = []
     splice_ok: bool | None = None

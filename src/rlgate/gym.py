@@ -255,7 +255,9 @@ class GymChatPath:
             i.model_dump(exclude_none=True) if hasattr(i, "model_dump") else i for i in input_items
         ]
         resp_tools = [
-            {"type": "function", "strict": False, **t["function"]} if "function" in t else dict(t)
+            {"type": "function", "strict": False, **t["function"]}
+            if "function" in t
+            else {"strict": False, **t}
             for t in tools or ()
         ]
         params = NeMoGymResponseCreateParamsNonStreaming(input=items, tools=resp_tools)

@@ -63,6 +63,20 @@ def _check_name(kind: str, name: str, known: Sequence[str]) -> None:
     raise RecipeError(f"unknown {kind} parser {name!r} in vLLM's registry", hint=hint)
 
 
+_SERVED_TOKENIZERS: dict[int, tuple[Any, Any]] = {}
+
+
+def served_tokenizer(tokenizer: Any) -> Any:
+    """vLLM's cached proxy of a transformers tokenizer (what its server hands the parsers)."""
+    key = id(tokenizer)
+    if key not in _SERVED_TOKENIZERS:
+        _import_vllm()
+        from vllm.tokenizers.hf import get_cached_tokenizer
+
+        _SERVED_TOKENIZERS[key] = (tokenizer, get_cached_tokenizer(tokenizer))
+    return _SERVED_TOKENIZERS[key][1]
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedCall:
     """One tool call as the server returns it (arguments decoded from JSON)."""
@@ -115,7 +129,7 @@ class ServedParsers:
             _check_name("tool", tool_parser, tool_parser_names())
         if reasoning_parser:
             _check_name("reasoning", reasoning_parser, reasoning_parser_names())
-        self.tokenizer = tokenizer
+        self.tokenizer = served_tokenizer(tokenizer)
         self.tool_parser = tool_parser or None
         self.reasoning_parser = reasoning_parser or None
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
@@ -181,15 +195,19 @@ class ServedParsers:
         content: list[str] = []
         names: dict[int, str] = {}
         args: dict[int, list[str]] = {}
-        emitted = ""
+        # Incremental detokenization as vLLM does it (prefix/read offsets): O(n), and an
+        # incomplete UTF-8 sequence is held back until the next token completes it.
         ids = list(token_ids)
+        prefix_offset = read_offset = 0
         for i, tid in enumerate(ids):
-            text = self.tokenizer.decode(ids[: i + 1], skip_special_tokens=False)
             last = i == len(ids) - 1
-            if text.endswith("\ufffd") and not last:
-                delta = ""  # an incomplete UTF-8 sequence: vLLM's detokenizer holds it back
+            prefix_text = self.tokenizer.decode(ids[prefix_offset:read_offset])
+            new_text = self.tokenizer.decode(ids[prefix_offset : i + 1])
+            if len(new_text) > len(prefix_text) and not new_text.endswith("\ufffd"):
+                delta = new_text[len(prefix_text) :]
+                prefix_offset, read_offset = read_offset, i + 1
             else:
-                delta, emitted = text[len(emitted) :], text
+                delta = ""
             msg = parser.parse_delta(
                 delta_text=delta,
                 delta_token_ids=[tid],

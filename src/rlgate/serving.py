@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rlgate._errors import RecipeError
-from rlgate.contiguity import SCENARIOS, LoopContext, LoopResult, replay
+from rlgate.contiguity import SCENARIOS, Call, LoopContext, LoopResult, Turn, model_output, replay
 from rlgate.findings import Finding, Severity
 from rlgate.gym import GymChatPath, GymServer, gym_servers, vllm_model_config
 from rlgate.parsers import ServedParsers
@@ -287,20 +287,15 @@ def check_budget(setup: ServingSetup) -> list[Finding]:
 
 def _probe_model_output(setup: ServingSetup) -> tuple[str, Any]:
     """What a model served with this template writes for one reasoning + tool-call turn."""
-    from rlgate.contiguity import Call, Turn, _model_turn, _render
-
     ctx = setup.loop_context(through_gym=False)
     ctx.tools = PROBE_TOOLS
-    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "Fix the bug."}]
-    prompt = _render(ctx, msgs, gen=True)
     turn = Turn(
         "Inspect the tree first.",
         "",
         (Call("rlgate_probe_tool", {"command": "ls -la /testbed", "count": 3}),),
     )
-    text = _model_turn(ctx, msgs, turn, prompt)
-    eos = setup.tokenizer.eos_token or ""
-    return (text[: -len(eos)] if eos and text.endswith(eos) else text), ctx
+    text, _ = model_output(ctx, turn)
+    return text, ctx
 
 
 def _parses_calls(setup: ServingSetup, text: str, tool_parser: str | None) -> bool:

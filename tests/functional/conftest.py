@@ -96,12 +96,32 @@ def _serving(recipe_path: Path, config: pytest.Config) -> ServingSetup:
     return cached
 
 
-def apply_known_limitation(
-    request: pytest.FixtureRequest, setup: ServingSetup, check: str, scenario: str
-) -> str | None:
-    """Mark the test strict-xfail when the recipe documents this limitation; return the reason."""
-    for lim in functional_gate(setup.recipe).known_limitations:
-        if lim.check == check and lim.scenario == scenario:
-            request.applymarker(pytest.mark.xfail(strict=True, reason=lim.reason))
-            return lim.reason
-    return None
+@pytest.fixture
+def known_limitation(request: pytest.FixtureRequest, setup: ServingSetup):
+    """``known_limitation(check, scenario)``: strict-xfail the test if the recipe documents it."""
+
+    def apply(check: str, scenario: str) -> str | None:
+        for lim in functional_gate(setup.recipe).known_limitations:
+            if lim.check == check and lim.scenario == scenario:
+                request.applymarker(pytest.mark.xfail(strict=True, reason=lim.reason))
+                return lim.reason
+        return None
+
+    return apply
+
+
+@pytest.fixture(scope="session")
+def tokenizers_root(request: pytest.FixtureRequest) -> Path:
+    """The tokenizer root (``--tokenizers``); its absence is an error, not a skip."""
+    root = request.config.getoption("tokenizers")
+    if not root or not Path(root).is_dir():
+        pytest.fail("pass --tokenizers DIR or set RLGATE_TOKENIZERS", pytrace=False)
+    return Path(root)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Property tests are part of a release gate: same examples on every run, no local database.
+    from hypothesis import settings
+
+    settings.register_profile("rlgate", derandomize=True, database=None, deadline=None)
+    settings.load_profile("rlgate")

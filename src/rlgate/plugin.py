@@ -61,6 +61,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--baseline", type=_existing_path, help="baseline run for perf comparison")
     group.addoption("--rollouts", type=_existing_path, help="NeMo Gym rollouts JSONL")
+    group.addoption(
+        "--band-run",
+        action="append",
+        default=[],
+        type=_existing_path,
+        help="an earlier good run of the recipe (repeat: >= 5 runs define the reference band)",
+    )
+    group.addoption("--sync-run", type=_existing_path, help="synchronous run for async-vs-sync")
     group.addoption("--max-steps", type=int, help="target step (default: the recipe's)")
     group.addoption("--swe-before", nargs="+", type=_existing_path, help="SWE results, base")
     group.addoption("--swe-after", nargs="+", type=_existing_path, help="SWE results, trained")

@@ -7,3 +7,7 @@ from rlgate.plugin import mark_tier
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     mark_tier(items, Path(__file__).parent, "convergence")
+
+
+# The tier's fixtures (plan, inputs, one evaluated check per test) live in rlgate.testing.tier.
+from rlgate.testing.tier import check_result, gate_inputs, gate_plan  # noqa: E402, F401

@@ -1,0 +1,21 @@
+"""Perf tier: one testcase per perf check of ``--recipe`` on ``--run-dir`` vs ``--baseline``.
+
+Run: ``pytest -m perf --run-dir LOG_DIR --recipe RECIPE --baseline BASELINE_RUN
+--junitxml out.xml``. Perf checks without ``--baseline`` are skipped with a reason naming
+it; timing/throughput band checks need ``--band-run`` (or ``rlgate.band.runs``).
+"""
+
+import pytest
+
+from rlgate.checkplan import PlannedCheck
+from rlgate.checks import CheckResult, Status, Tier
+from rlgate.testing.tier import parametrize_checks
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    parametrize_checks(metafunc, Tier.PERF)
+
+
+def test_perf_check(planned: PlannedCheck, check_result: CheckResult) -> None:
+    if check_result.status is Status.FAIL:
+        pytest.fail(f"FAIL {check_result.name}: {check_result.message}", pytrace=False)

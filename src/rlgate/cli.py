@@ -237,9 +237,7 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
         description="Exit 0 when compatible (warnings allowed), 1 with one message per problem.",
     )
     c.add_argument("config", help="NeMo RL config YAML (a defaults: chain is followed)")
-    c.add_argument(
-        "overrides", nargs="*", help="NeMo RL (Hydra) overrides: a.b=c, ++a.b=c, ~a.b"
-    )
+    c.add_argument("overrides", nargs="*", help="NeMo RL (Hydra) overrides: a.b=c, ++a.b=c, ~a.b")
     c.add_argument(
         "--tokenizers",
         default=os.environ.get("RLGATE_TOKENIZERS"),
@@ -260,8 +258,9 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
         if args.quiet and finding.severity is Severity.INFO:
             continue
         print(finding)
-    errors, warnings = len(report.errors), sum(
-        f.severity is Severity.WARNING for f in report.findings
+    errors, warnings = (
+        len(report.errors),
+        sum(f.severity is Severity.WARNING for f in report.findings),
     )
     verdict = "compatible" if report.ok else "INCOMPATIBLE"
     print(f"{report.recipe.name}: {verdict} ({errors} errors, {warnings} warnings)")

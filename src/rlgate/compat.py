@@ -34,7 +34,7 @@ from rlgate.templates import SERVING_KWARGS
 
 __all__ = ["CompatReport", "check_recipe", "check_recipe_file"]
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 
 def _is_async(cfg: dict[str, Any]) -> bool:
@@ -55,7 +55,7 @@ def check_async(recipe: Recipe) -> list[Finding]:
             out.append(
                 Finding(
                     "async-backend",
-                    E,
+                    ERROR,
                     "policy.generation.backend",
                     f"async GRPO supports vllm, megatron, trtllm, dynamo; got {backend!r}",
                 )
@@ -64,18 +64,20 @@ def check_async(recipe: Recipe) -> list[Finding]:
             out.append(
                 Finding(
                     "async-colocated",
-                    E,
+                    ERROR,
                     "policy.generation.colocated.enabled",
-                    "async GRPO asserts non-colocated generation unless the backend is megatron; set colocated.enabled: false and give generation its own nodes",
+                    "async GRPO asserts non-colocated generation unless the backend is megatron; "
+                    "set colocated.enabled: false and give generation its own nodes",
                 )
             )
         if not get_path(cfg, "loss_fn.use_importance_sampling_correction"):
             out.append(
                 Finding(
                     "async-importance-sampling",
-                    E,
+                    ERROR,
                     "loss_fn.use_importance_sampling_correction",
-                    "async GRPO asserts importance-sampling correction ('must be enabled for async GRPO')",
+                    "async GRPO asserts importance-sampling correction ('must be enabled "
+                    "for async GRPO')",
                 )
             )
         age = get_path(cfg, "grpo.async_grpo.max_trajectory_age_steps", 1) or 1
@@ -84,16 +86,17 @@ def check_async(recipe: Recipe) -> list[Finding]:
             out.append(
                 Finding(
                     "async-age-without-inflight",
-                    W,
+                    WARNING,
                     "grpo.async_grpo.max_trajectory_age_steps",
-                    f"max_trajectory_age_steps={age} without in_flight_weight_updates: NeMo RL warns; generation stalls at every refit",
+                    f"max_trajectory_age_steps={age} without in_flight_weight_updates: NeMo "
+                    "RL warns; generation stalls at every refit",
                 )
             )
         if backend == "dynamo" and inflight:
             out.append(
                 Finding(
                     "async-dynamo-inflight",
-                    E,
+                    ERROR,
                     "grpo.async_grpo.in_flight_weight_updates",
                     "the dynamo backend requires in_flight_weight_updates: false",
                 )
@@ -108,7 +111,7 @@ def check_async(recipe: Recipe) -> list[Finding]:
                 out.append(
                     Finding(
                         "async-unsupported",
-                        E,
+                        ERROR,
                         key,
                         f"{key}: true raises NotImplementedError in async GRPO",
                     )
@@ -117,7 +120,7 @@ def check_async(recipe: Recipe) -> list[Finding]:
             out.append(
                 Finding(
                     "async-r3-data-plane",
-                    E,
+                    ERROR,
                     "policy.router_replay.enabled",
                     "router replay (R3) with data_plane.enabled raises NotImplementedError",
                 )
@@ -127,25 +130,27 @@ def check_async(recipe: Recipe) -> list[Finding]:
             out.append(
                 Finding(
                     "gym-max-val-samples",
-                    E,
+                    ERROR,
                     "grpo.max_val_samples",
-                    "run_grpo_nemo_gym.py raises on a non-null grpo.max_val_samples (it is set to the validation set size)",
+                    "run_grpo_nemo_gym.py raises on a non-null grpo.max_val_samples (it is "
+                    "set to the validation set size)",
                 )
             )
         if gen.get("top_k") not in (None, 0):
             out.append(
                 Finding(
                     "gym-top-k",
-                    E,
+                    ERROR,
                     "policy.generation.top_k",
-                    f"top_k={gen.get('top_k')!r}: the NeMo Gym rollout path asserts top_k is unset (not OpenAI-compatible)",
+                    f"top_k={gen.get('top_k')!r}: the NeMo Gym rollout path asserts top_k "
+                    "is unset (not OpenAI-compatible)",
                 )
             )
         if gen.get("temperature") == 0:
             out.append(
                 Finding(
                     "gym-greedy",
-                    E,
+                    ERROR,
                     "policy.generation.temperature",
                     "greedy decoding is asserted against on the NeMo Gym path",
                 )
@@ -155,7 +160,7 @@ def check_async(recipe: Recipe) -> list[Finding]:
                 out.append(
                     Finding(
                         "gym-stop",
-                        W,
+                        WARNING,
                         f"policy.generation.{key}",
                         f"{key} is forced to null on the NeMo Gym path; the value is ignored",
                     )
@@ -164,7 +169,7 @@ def check_async(recipe: Recipe) -> list[Finding]:
             out.append(
                 Finding(
                     "gym-val-top-k",
-                    E,
+                    ERROR,
                     "policy.generation.val_top_k",
                     "val_top_k is rejected on the vLLM + Gym path",
                 )
@@ -184,27 +189,30 @@ def check_topology(recipe: Recipe) -> list[Finding]:
                 out.append(
                     Finding(
                         "topology-generation-nodes",
-                        E,
+                        ERROR,
                         "policy.generation.colocated.resources.num_nodes",
-                        f"multi-node non-colocated needs 1 <= generation nodes < cluster.num_nodes ({nodes}); got {gen_nodes!r}",
+                        "multi-node non-colocated needs 1 <= generation nodes < cluster.num_nodes "
+                        f"({nodes}); got {gen_nodes!r}",
                     )
                 )
             if gen_gpn != gpn:
                 out.append(
                     Finding(
                         "topology-gpus-per-node",
-                        E,
+                        ERROR,
                         "policy.generation.colocated.resources.gpus_per_node",
-                        f"generation gpus_per_node ({gen_gpn}) must equal cluster.gpus_per_node ({gpn})",
+                        f"generation gpus_per_node ({gen_gpn}) must equal cluster.gpus_per_node "
+                        f"({gpn})",
                     )
                 )
         elif gen_nodes not in (None, 1):
             out.append(
                 Finding(
                     "topology-single-node",
-                    E,
+                    ERROR,
                     "policy.generation.colocated.resources.num_nodes",
-                    f"single-node non-colocated needs resources.num_nodes null or 1; got {gen_nodes}",
+                    f"single-node non-colocated needs resources.num_nodes null or 1; "
+                    f"got {gen_nodes}",
                 )
             )
     prompts, gens = (
@@ -216,9 +224,11 @@ def check_topology(recipe: Recipe) -> list[Finding]:
         out.append(
             Finding(
                 "batch-size",
-                E,
+                ERROR,
                 "policy.train_global_batch_size",
-                f"train_global_batch_size {gbs} != num_prompts_per_step x num_generations_per_prompt = {prompts * gens}: every step is skipped ('Unexpected training batch size')",
+                f"train_global_batch_size {gbs} != num_prompts_per_step x "
+                "num_generations_per_prompt "
+                f"= {prompts * gens}: every step is skipped ('Unexpected training batch size')",
             )
         )
     return out
@@ -236,9 +246,10 @@ def check_serving_kwargs(recipe: Recipe) -> list[Finding]:
             out.append(
                 Finding(
                     "serving-kwarg",
-                    E,
+                    ERROR,
                     f"{SERVING_KWARGS}.{key}",
-                    f"vLLM's OpenAIServingChat has no parameter {key!r}: NeMo RL passes these kwargs straight to it and the server fails to start{hint}",
+                    f"vLLM's OpenAIServingChat has no parameter {key!r}: NeMo RL passes these "
+                    f"kwargs straight to it and the server fails to start{hint}",
                 )
             )
     for key in ("tool_parser", "reasoning_parser", "chat_template"):
@@ -246,7 +257,7 @@ def check_serving_kwargs(recipe: Recipe) -> list[Finding]:
             out.append(
                 Finding(
                     "serving-kwarg-level",
-                    E,
+                    ERROR,
                     f"policy.generation.vllm_cfg.{key}",
                     f"{key} belongs in {SERVING_KWARGS}; under vllm_cfg it is ignored",
                 )
@@ -264,9 +275,10 @@ def check_gym(setup: ServingSetup) -> list[Finding]:
         out.append(
             Finding(
                 "gym-training-model",
-                E,
+                ERROR,
                 "env.nemo_gym.config_paths",
-                "no *_for_training.yaml model config: NeMo RL requires Gym's policy model to return token ids (vllm_model_for_training.yaml)",
+                "no *_for_training.yaml model config: NeMo RL requires Gym's policy model "
+                "to return token ids (vllm_model_for_training.yaml)",
             )
         )
     if setup.gym_model is not None and not setup.gym_model.config.get(
@@ -275,14 +287,14 @@ def check_gym(setup: ServingSetup) -> list[Finding]:
         out.append(
             Finding(
                 "gym-token-ids",
-                E,
+                ERROR,
                 f"env.nemo_gym.{setup.gym_model.instance}",
                 "Gym's policy model must set return_token_id_information: true for training",
             )
         )
     for server in setup.servers:
         for f in check_server_keys(server):
-            sev = E if f.suggestion else W
+            sev = ERROR if f.suggestion else WARNING
             what = f"did you mean {f.suggestion}?" if f.suggestion else "Gym ignores it"
             out.append(
                 Finding(
@@ -300,7 +312,7 @@ def check_gym(setup: ServingSetup) -> list[Finding]:
                 out.append(
                     Finding(
                         "gym-missing",
-                        E,
+                        ERROR,
                         f"env.nemo_gym.{server.instance}.{server.server_type}.{server.implementation}.{key}",
                         "mandatory Gym value (???) is not set",
                     )
@@ -311,7 +323,7 @@ def check_gym(setup: ServingSetup) -> list[Finding]:
 def check_mandatory(recipe: Recipe) -> list[Finding]:
     """Values left as ``???`` (OmegaConf's mandatory marker) fail at NeMo RL start-up."""
     return [
-        Finding("missing-value", E, key, "mandatory value (???) is not set")
+        Finding("missing-value", ERROR, key, "mandatory value (???) is not set")
         for key, value in flatten(recipe.config).items()
         if value == "???"
     ]
@@ -358,9 +370,10 @@ def check_recipe(
     findings = [
         Finding(
             "unresolved-interpolation",
-            W,
+            WARNING,
             u.key,
-            f"{u.expression} cannot be resolved here ({u.reason}); it must resolve where the run starts",
+            f"{u.expression} cannot be resolved here ({u.reason}); it must resolve where the "
+            "run starts",
         )
         for u in recipe.unresolved
     ]

@@ -20,7 +20,6 @@ tokenizer, parsers and nemo-gym code.
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -310,7 +309,14 @@ def _model_turn(ctx: LoopContext, messages: list[dict], turn: Turn, prompt: str)
     if turn_text.startswith(generation_prompt):
         text = turn_text[len(generation_prompt) :]
     else:
-        common = len(os.path.commonprefix([turn_text, generation_prompt]))
+        common = next(
+            (
+                i
+                for i, (a, b) in enumerate(zip(turn_text, generation_prompt, strict=False))
+                if a != b
+            ),
+            min(len(turn_text), len(generation_prompt)),
+        )
         common = turn_text.rfind("\n", 0, common) + 1  # back off to a whole line (the header)
         body = turn_text[common:]
         if (

@@ -67,7 +67,7 @@ _SERVED_TOKENIZERS: dict[int, tuple[Any, Any]] = {}
 
 
 def served_tokenizer(tokenizer: Any) -> Any:
-    """vLLM's cached proxy of a transformers tokenizer (what its server hands the parsers)."""
+    """VLLM's cached proxy of a transformers tokenizer (what its server hands the parsers)."""
     key = id(tokenizer)
     if key not in _SERVED_TOKENIZERS:
         _import_vllm()

@@ -148,7 +148,8 @@ def check_keys(config: Mapping[str, Any], schema: KeySchema | None = None) -> li
                     "unread-key",
                     Severity.WARNING,
                     path,
-                    f"NeMo RL accepts {path!r} but never reads it ({evidence}); setting it has no effect",
+                    f"NeMo RL accepts {path!r} but never reads it ({evidence}); setting it "
+                    "has no effect",
                 )
             )
         stack.extend(_walk(value, path))

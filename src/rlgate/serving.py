@@ -190,7 +190,7 @@ def serving_setup(recipe: Recipe, tokenizer_root: str | Path | None) -> ServingS
 
 # --- checks on the served setup ---------------------------------------------------
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 _XML_PARSERS, _JSON_PARSERS = ("qwen3_coder", "qwen3_xml"), ("hermes",)
 
 _FORMAT_NAMES = {ToolCallFormat.XML: "XML (<function=...>)", ToolCallFormat.JSON: "JSON (hermes)"}
@@ -216,16 +216,17 @@ def check_budget(setup: ServingSetup) -> list[Finding]:
         out.append(
             Finding(
                 "budget-model-len",
-                W,
+                WARNING,
                 "policy.generation.vllm_cfg.max_model_len",
-                f"max_total_sequence_length {total} > vLLM max_model_len {model_len}: the engine truncates at its own limit (NeMo RL only warns)",
+                f"max_total_sequence_length {total} > vLLM max_model_len {model_len}: the "
+                "engine truncates at its own limit (NeMo RL only warns)",
             )
         )
     if isinstance(total, int) and isinstance(new_tokens, int) and new_tokens > total:
         out.append(
             Finding(
                 "budget-new-tokens",
-                W,
+                WARNING,
                 "policy.generation.max_new_tokens",
                 f"max_new_tokens {new_tokens} > max_total_sequence_length {total}",
             )
@@ -269,19 +270,22 @@ def check_budget(setup: ServingSetup) -> list[Finding]:
         )
         overhead = two - one
         per_turn = total / turns
-        msg = f"{turns} agent turns in {total} tokens leaves {per_turn:.0f} tokens per turn; the template alone spends {overhead} tokens on a minimal tool turn"
+        msg = (
+            f"{turns} agent turns in {total} tokens leaves {per_turn:.0f} tokens per turn; the "
+            f"template alone spends {overhead} tokens on a minimal tool turn"
+        )
         if per_turn < 4 * overhead or per_turn < 256:
             out.append(
                 Finding(
                     "budget-turns",
-                    W,
+                    WARNING,
                     "policy.max_total_sequence_length",
-                    msg
-                    + ": trajectories will hit the length limit (truncation_rate) long before agent_max_turns",
+                    msg + ": trajectories will hit the length limit (truncation_rate) long before "
+                    "agent_max_turns",
                 )
             )
         else:
-            out.append(Finding("budget-turns", I, "policy.max_total_sequence_length", msg))
+            out.append(Finding("budget-turns", INFO, "policy.max_total_sequence_length", msg))
     return out
 
 
@@ -316,21 +320,24 @@ def check_parsers(setup: ServingSetup) -> list[Finding]:
     out.append(
         Finding(
             "template-profile",
-            I,
+            INFO,
             SERVING_KWARGS,
-            f"served template ({setup.template.source}, sha256 {setup.template.sha256[:12]}): tool calls {fmt.value}, thinking {profile.thinking.value}, generation prompt {profile.generation_prompt!r}",
+            f"served template ({setup.template.source}, sha256 {setup.template.sha256[:12]}): "
+            f"tool calls {fmt.value}, thinking {profile.thinking.value}, generation prompt "
+            f"{profile.generation_prompt!r}",
         )
     )
-    text, ctx = _probe_model_output(setup)
+    text, _ = _probe_model_output(setup)
     parsed = setup.parsers().parse(text, PROBE_TOOLS)
     if setup.tool_parser is None:
         if setup.servers:
             out.append(
                 Finding(
                     "no-tool-parser",
-                    E,
+                    ERROR,
                     key,
-                    f"no tool_parser: the model's {_FORMAT_NAMES.get(fmt, fmt.value)} tool calls stay in the message text and the agent sees no calls",
+                    f"no tool_parser: the model's {_FORMAT_NAMES.get(fmt, fmt.value)} tool "
+                    "calls stay in the message text and the agent sees no calls",
                 )
             )
     elif not _parses_calls(setup, text, setup.tool_parser):
@@ -339,9 +346,12 @@ def check_parsers(setup: ServingSetup) -> list[Finding]:
         out.append(
             Finding(
                 "tool-parser-mismatch",
-                E,
+                ERROR,
                 key,
-                f"tool_parser {setup.tool_parser!r} cannot parse the tool calls this template writes ({_FORMAT_NAMES.get(fmt, fmt.value)}), e.g. {profile.call_text[:120]!r}; they would be left in the message text (Gym counts them as invalid tool calls).{fix}",
+                f"tool_parser {setup.tool_parser!r} cannot parse the tool calls this template "
+                f"writes ({_FORMAT_NAMES.get(fmt, fmt.value)}), e.g. {profile.call_text[:120]!r}; "
+                "they would be left in the message text (Gym counts them as invalid tool "
+                f"calls).{fix}",
             )
         )
     rkey = f"{SERVING_KWARGS}.reasoning_parser"
@@ -351,36 +361,45 @@ def check_parsers(setup: ServingSetup) -> list[Finding]:
             out.append(
                 Finding(
                     "reasoning-not-parsed",
-                    E,
+                    ERROR,
                     rkey,
-                    "the template opens <think> in the generation prompt but no reasoning_parser is set: reasoning and '</think>' land in the content (malformed thinking, broken tool-call parsing)",
+                    "the template opens <think> in the generation prompt but no reasoning_parser "
+                    "is set: reasoning and '</think>' land in the content (malformed thinking, "
+                    "broken tool-call parsing)",
                 )
             )
         elif "Inspect the tree first." not in (parsed.reasoning or ""):
             out.append(
                 Finding(
                     "reasoning-parser-mismatch",
-                    E,
+                    ERROR,
                     rkey,
-                    f"reasoning_parser {setup.reasoning_parser!r} does not recover the reasoning this template makes the model write (got reasoning={parsed.reasoning!r}); kwargs seen by the parser: {setup.effective_kwargs}",
+                    f"reasoning_parser {setup.reasoning_parser!r} does not recover the reasoning "
+                    f"this template makes the model write (got reasoning={parsed.reasoning!r}); "
+                    f"kwargs seen by the parser: {setup.effective_kwargs}",
                 )
             )
     elif setup.reasoning_parser and parsed.reasoning:
         out.append(
             Finding(
                 "reasoning-parser-swallows-content",
-                E,
+                ERROR,
                 rkey,
-                f"thinking is {profile.thinking.value} in the served template, but reasoning_parser {setup.reasoning_parser!r} turns the model's answer into reasoning ({parsed.reasoning[:80]!r}); the content and tool calls are lost",
+                f"thinking is {profile.thinking.value} in the served template, but "
+                "reasoning_parser "
+                f"{setup.reasoning_parser!r} turns the model's answer into reasoning "
+                f"({parsed.reasoning[:80]!r}); "
+                "the content and tool calls are lost",
             )
         )
     if gym_rp is False and setup.reasoning_parser:
         out.append(
             Finding(
                 "gym-reasoning-parser",
-                E,
+                ERROR,
                 f"env.nemo_gym.{setup.gym_model.instance}",
-                "Gym's policy model sets uses_reasoning_parser: false while vLLM runs a reasoning parser: Gym raises an AssertionError on every response with reasoning",
+                "Gym's policy model sets uses_reasoning_parser: false while vLLM runs a reasoning "
+                "parser: Gym raises an AssertionError on every response with reasoning",
             )
         )
     return out
@@ -391,28 +410,30 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
     out, profile = [], setup.profile()
     for name, value in setup.ignored_kwargs.items():
         sev = (
-            E
+            ERROR
             if name == "enable_thinking"
             and value is False
             and profile.thinking is ThinkingMode.OPEN
-            else W
+            else WARNING
         )
         out.append(
             Finding(
                 "template-ignores-kwarg",
                 sev,
                 f"{SERVING_KWARGS}.default_chat_template_kwargs",
-                f"chat_template_kwargs {name}={value!r}: the served template never reads {name!r}, so vLLM drops it"
-                + (" and thinking stays on" if sev is E else ""),
+                f"chat_template_kwargs {name}={value!r}: the served template never reads {name!r}, "
+                "so vLLM drops it" + (" and thinking stays on" if sev is ERROR else ""),
             )
         )
     if setup.effective_kwargs.get("truncate_history_thinking") is True:
         out.append(
             Finding(
                 "truncate-history-thinking",
-                E,
+                ERROR,
                 f"{SERVING_KWARGS}.default_chat_template_kwargs",
-                "truncate_history_thinking: true breaks the rollout token contract (NVIDIA-NeMo/RL#3931): training must see the reasoning generation saw",
+                "truncate_history_thinking: true breaks the rollout token contract "
+                "(NVIDIA-NeMo/RL#3931): "
+                "training must see the reasoning generation saw",
             )
         )
     multi_turn = bool(setup.servers) and (_agent_turns(setup) or 2) > 1
@@ -423,18 +444,20 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
             out.append(
                 Finding(
                     "gym-drops-history-reasoning",
-                    E,
+                    ERROR,
                     where,
-                    "uses_interleaved_reasoning: false drops every earlier turn's reasoning before it reaches vLLM",
+                    "uses_interleaved_reasoning: false drops every earlier turn's reasoning "
+                    "before it reaches vLLM",
                 )
             )
         if gcfg.get("reasoning_field") == "reasoning_content":
             out.append(
                 Finding(
                     "gym-reasoning-field",
-                    E,
+                    ERROR,
                     where,
-                    "reasoning_field: reasoning_content - vLLM >= 0.16 reads only `reasoning` from history messages, so history reasoning is dropped",
+                    "reasoning_field: reasoning_content - vLLM >= 0.16 reads only `reasoning` "
+                    "from history messages, so history reasoning is dropped",
                 )
             )
     if (
@@ -442,13 +465,16 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
         and profile.thinking is not ThinkingMode.NONE
         and not profile.keeps_reasoning_after_new_user_turn
     ):
-        sev = E if profile.thinking is ThinkingMode.OPEN else W
+        sev = ERROR if profile.thinking is ThinkingMode.OPEN else WARNING
         out.append(
             Finding(
                 "history-thinking-dropped",
                 sev,
                 f"{SERVING_KWARGS}.chat_template",
-                f"the served template ({setup.template.source}) drops earlier turns' <think> blocks once a new user message arrives (harness nudges, multi-turn agents); the next prompt no longer extends the generated tokens ('Non-contiguous messages'). Serve a thinking-preserving template",
+                f"the served template ({setup.template.source}) drops earlier turns' <think> "
+                "blocks once a new user message arrives (harness nudges, multi-turn agents); "
+                "the next prompt no longer extends the generated tokens ('Non-contiguous "
+                "messages'). Serve a thinking-preserving template",
             )
         )
     return out
@@ -460,13 +486,22 @@ def check_contiguity(setup: ServingSetup) -> list[Finding]:
         return []
     out = []
     for name in setup.scenarios():
-        scenario, result = SCENARIOS[name], setup.replay(name)
+        scenario = SCENARIOS[name]
+        try:
+            result = setup.replay(name)
+        except RecipeError as exc:  # the Gym path itself refuses the conversation
+            out.append(
+                Finding(
+                    f"round-trip-{name}", ERROR, SERVING_KWARGS, f"{scenario.description}: {exc}"
+                )
+            )
+            continue
         if result.problems:
             detail = "; ".join(result.problems[:3])
             out.append(
                 Finding(
                     f"round-trip-{scenario.name}",
-                    E,
+                    ERROR,
                     SERVING_KWARGS,
                     f"{scenario.description}: {detail}",
                 )
@@ -480,7 +515,7 @@ def check_contiguity(setup: ServingSetup) -> list[Finding]:
             out.append(
                 Finding(
                     f"non-contiguous-{scenario.name}",
-                    W,
+                    WARNING,
                     SERVING_KWARGS,
                     f"{scenario.description}: {result.divergence.describe()} ({splice})",
                 )
@@ -503,9 +538,13 @@ def check_data(setup: ServingSetup) -> list[Finding]:
         out.append(
             Finding(
                 "data-tool-format-mismatch",
-                E,
+                ERROR,
                 f"{SERVING_KWARGS}.tool_parser",
-                f"the data expects {want} tool calls (rlgate.functional.data_tool_format: {gate.data_tool_format}) but the served template ({setup.template.source}) writes {_FORMAT_NAMES.get(profile.tool_format, profile.tool_format.value)} calls and the server parses them with tool_parser {setup.tool_parser!r}: the policy is trained on a tool-call format the data never shows",
+                f"the data expects {want} tool calls (rlgate.functional.data_tool_format: "
+                f"{gate.data_tool_format}) but the served template ({setup.template.source}) "
+                f"writes {_FORMAT_NAMES.get(profile.tool_format, profile.tool_format.value)} "
+                f"calls and the server parses them with tool_parser {setup.tool_parser!r}: "
+                "the policy is trained on a tool-call format the data never shows",
             )
         )
     if gate.data_reasoning and profile.thinking is not ThinkingMode.OPEN:
@@ -513,9 +552,13 @@ def check_data(setup: ServingSetup) -> list[Finding]:
         out.append(
             Finding(
                 "data-reasoning-without-thinking",
-                E,
+                ERROR,
                 f"{SERVING_KWARGS}.default_chat_template_kwargs",
-                f"the data expects reasoning (rlgate.functional.data_reasoning: true) but thinking is {profile.thinking.value} in the served template (enable_thinking={kw!r}, reasoning_parser={setup.reasoning_parser!r}): the model is never asked to reason",
+                "the data expects reasoning (rlgate.functional.data_reasoning: true) but "
+                f"thinking is {profile.thinking.value} in the served template "
+                f"(enable_thinking={kw!r}, "
+                f"reasoning_parser={setup.reasoning_parser!r}): the model is never asked to "
+                "reason",
             )
         )
     return out

@@ -73,7 +73,7 @@ class ChatTemplate:
 
 
 def tokenizer_model_id(config: Mapping[str, Any]) -> str:
-    """The tokenizer a NeMo RL config loads: ``policy.tokenizer.name``, else ``policy.model_name``."""
+    """The tokenizer a NeMo RL config loads (``policy.tokenizer.name`` or ``policy.model_name``)."""
     name = get_path(config, "policy.tokenizer.name") or get_path(config, "policy.model_name")
     if not isinstance(name, str) or not name:
         raise RecipeError("config names no tokenizer (policy.tokenizer.name / policy.model_name)")

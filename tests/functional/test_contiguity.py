@@ -17,7 +17,9 @@ from rlgate.templates import ChatTemplate, load_tokenizer
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS), ids=list(SCENARIOS))
-def test_prompt_extends_previous_prompt_and_generation(setup, scenario, known_limitation, gate_record):
+def test_prompt_extends_previous_prompt_and_generation(
+    setup, scenario, known_limitation, gate_record
+):
     if scenario not in setup.scenarios():
         pytest.skip(f"{scenario}: the served template does not think (no reasoning to be empty)")
     known_limitation("contiguity", scenario)

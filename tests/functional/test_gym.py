@@ -33,7 +33,13 @@ def _trajectories() -> list[tuple[str, list[dict], list[dict]]]:
         for i, line in enumerate(path.read_text().splitlines()):
             row = json.loads(line)
             items = list(row["responses_create_params"]["input"]) + list(row["response"]["output"])
-            out.append((f"{Path(rel).parts[1]}-{i}", items, row["responses_create_params"].get("tools") or []))
+            out.append(
+                (
+                    f"{Path(rel).parts[1]}-{i}",
+                    items,
+                    row["responses_create_params"].get("tools") or [],
+                )
+            )
     return out
 
 
@@ -43,7 +49,9 @@ IDS = [t[0] for t in TRAJECTORIES]
 
 def _expected(items: list[dict]) -> tuple[list[str], list[tuple[str, object]], list[str]]:
     reasoning = [s["text"] for i in items if i.get("type") == "reasoning" for s in i["summary"]]
-    calls = [(i["name"], json.loads(i["arguments"])) for i in items if i.get("type") == "function_call"]
+    calls = [
+        (i["name"], json.loads(i["arguments"])) for i in items if i.get("type") == "function_call"
+    ]
     outputs = [i["output"] for i in items if i.get("type") == "function_call_output"]
     return reasoning, calls, outputs
 
@@ -54,7 +62,9 @@ class TestGymRoundTrip:
         reasoning, calls, outputs = _expected(items)
         assert reasoning or calls, "fixture has nothing to check"
         messages = GymChatPath(TRAINING_MODEL).vllm_messages(items, tools)
-        got_reasoning = [m.get("reasoning") for m in messages if m["role"] == "assistant" and m.get("reasoning")]
+        got_reasoning = [
+            m.get("reasoning") for m in messages if m["role"] == "assistant" and m.get("reasoning")
+        ]
         got_calls = [
             (tc["function"]["name"], json.loads(tc["function"]["arguments"]))
             for m in messages
@@ -75,20 +85,34 @@ class TestGymRoundTrip:
             if m.get("reasoning"):
                 m["content"] = f"<think>{m['reasoning']}</think>{m.get('content') or ''}"
                 m.pop("reasoning", None), m.pop("reasoning_content", None)
-        back = [i.model_dump(exclude_none=True) for i in path.converter.chat_completions_messages_to_responses_items(messages)]
+        back = [
+            i.model_dump(exclude_none=True)
+            for i in path.converter.chat_completions_messages_to_responses_items(messages)
+        ]
         assert _expected(back) == _expected(items)
 
 
-@pytest.mark.parametrize(("name", "items", "tools"), TRAJECTORIES[:1] + TRAJECTORIES[-1:], ids=IDS[:1] + IDS[-1:])
+@pytest.mark.parametrize(
+    ("name", "items", "tools"), TRAJECTORIES[:1] + TRAJECTORIES[-1:], ids=IDS[:1] + IDS[-1:]
+)
 def test_served_template_renders_gym_history(setup, name, items, tools):
-    """Every recipe's template renders Gym's history with its calls (and reasoning when it thinks)."""
+    """Every recipe's template renders Gym's history: its calls, and reasoning when it thinks."""
     path = GymChatPath(setup.gym_model.config if setup.gym_model else TRAINING_MODEL)
     messages = path.vllm_messages(items, tools)
     from rlgate.contiguity import vllm_conversation
 
     ctx = setup.loop_context(through_gym=False)
-    chat_tools = [{"type": "function", "function": {k: v for k, v in t.items() if k != "type"}} for t in tools]
-    text = render(setup.tokenizer, setup.template, vllm_conversation(ctx, messages), chat_tools or None, add_generation_prompt=True, **setup.template_kwargs)
+    chat_tools = [
+        {"type": "function", "function": {k: v for k, v in t.items() if k != "type"}} for t in tools
+    ]
+    text = render(
+        setup.tokenizer,
+        setup.template,
+        vllm_conversation(ctx, messages),
+        chat_tools or None,
+        add_generation_prompt=True,
+        **setup.template_kwargs,
+    )
     reasoning, calls, outputs = _expected(items)
     for call_name, _ in calls:
         assert call_name in text

@@ -46,7 +46,10 @@ CONVERSATION = [
             {
                 "id": "call_0",
                 "type": "function",
-                "function": {"name": "run_shell", "arguments": {"command": "pytest -q", "timeout": 60}},
+                "function": {
+                    "name": "run_shell",
+                    "arguments": {"command": "pytest -q", "timeout": 60},
+                },
             }
         ],
     },
@@ -63,14 +66,26 @@ def _stock(tokenizer_dir: Path):
 class TestStockTemplate:
     def test_template_renders_a_full_agent_turn(self, tokenizer_dir, thinking, gate_record):
         tok, tpl = _stock(tokenizer_dir)
-        text = render(tok, tpl, CONVERSATION, TOOLS, add_generation_prompt=True, enable_thinking=thinking)
+        text = render(
+            tok, tpl, CONVERSATION, TOOLS, add_generation_prompt=True, enable_thinking=thinking
+        )
         gate_record(template_sha256=tpl.sha256[:16], chars=len(text))
-        for needle in ("You are a software engineering agent.", "Run the tests.", "run_shell", "pytest -q", "3 passed"):
+        for needle in (
+            "You are a software engineering agent.",
+            "Run the tests.",
+            "run_shell",
+            "pytest -q",
+            "3 passed",
+        ):
             assert needle in text, f"{needle!r} missing from the rendered prompt"
         assert text.rstrip().endswith(("<|im_start|>assistant", "<think>", "</think>"))
-        assert tok.eos_token in text, "assistant turns must end with the EOS token the server stops on"
+        assert tok.eos_token in text, (
+            "assistant turns must end with the EOS token the server stops on"
+        )
 
-    def test_template_writes_a_tool_call_format_a_parser_knows(self, tokenizer_dir, thinking, gate_record):
+    def test_template_writes_a_tool_call_format_a_parser_knows(
+        self, tokenizer_dir, thinking, gate_record
+    ):
         tok, tpl = _stock(tokenizer_dir)
         profile = profile_template(tok, tpl, {"enable_thinking": thinking})
         gate_record(tool_format=profile.tool_format.value, thinking=profile.thinking.value)
@@ -110,8 +125,10 @@ class TestTokenizerClass:
             request.applymarker(
                 pytest.mark.xfail(
                     strict=True,
-                    reason="tokenizer_config.json names Qwen2Tokenizer; transformers' Qwen2Tokenizer "
-                    "re-installs the legacy Qwen2 pre-tokenizer regex (no \\p{M}), so AutoTokenizer "
+                    reason="tokenizer_config.json names Qwen2Tokenizer; transformers' "
+                    "Qwen2Tokenizer "
+                    "re-installs the legacy Qwen2 pre-tokenizer regex (no \\p{M}), so "
+                    "AutoTokenizer "
                     "splits combining-mark text differently from tokenizer.json. Qwen3_5Tokenizer "
                     "(see the next test) matches.",
                 )
@@ -120,7 +137,12 @@ class TestTokenizerClass:
 
         auto, raw = load_tokenizer(str(tokenizer_dir)), Tokenizer.from_file(str(path))
         gate_record(tokenizer_class=type(auto).__name__)
-        bad = [t for t in TOKENIZATION_TEXTS if auto.encode(t, add_special_tokens=False) != raw.encode(t, add_special_tokens=False).ids]
+        bad = [
+            t
+            for t in TOKENIZATION_TEXTS
+            if auto.encode(t, add_special_tokens=False)
+            != raw.encode(t, add_special_tokens=False).ids
+        ]
         assert not bad, f"{type(auto).__name__} differs from tokenizer.json on {bad}"
 
     def test_qwen35_tokenizer_class_matches_tokenizer_json_and_golden_ids(self, tokenizer_dir):
@@ -132,7 +154,10 @@ class TestTokenizerClass:
         cls = Qwen3_5Tokenizer.from_pretrained(str(tokenizer_dir))
         raw = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
         for text in TOKENIZATION_TEXTS:
-            assert cls.encode(text, add_special_tokens=False) == raw.encode(text, add_special_tokens=False).ids
+            assert (
+                cls.encode(text, add_special_tokens=False)
+                == raw.encode(text, add_special_tokens=False).ids
+            )
         golden = json.loads((tokenizer_dir.parent / "qwen3.5_golden_token_ids.json").read_text())
         for text, ids in golden["cases"]:
             assert cls.encode(text, add_special_tokens=False) == ids, text

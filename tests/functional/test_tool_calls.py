@@ -51,13 +51,24 @@ TOOLS = [
 CASES = {
     "plain": [Call("run_shell", {"command": "ls -la /testbed"})],
     "typed_int_and_object": [
-        Call("edit_file", {"path": "a.py", "new_text": "x = 1", "line": 12, "options": {"dry_run": False, "tags": ["a", "b"]}})
+        Call(
+            "edit_file",
+            {
+                "path": "a.py",
+                "new_text": "x = 1",
+                "line": 12,
+                "options": {"dry_run": False, "tags": ["a", "b"]},
+            },
+        )
     ],
     "quotes_and_newlines": [
         Call("edit_file", {"path": "src/q.py", "new_text": 'print("it\'s")\nreturn {"k": [1, 2]}'})
     ],
     "unicode": [Call("edit_file", {"path": "docs/ü.md", "new_text": "Grüße — 你好 🚀"})],
-    "two_calls": [Call("run_shell", {"command": "cat a.py"}), Call("run_shell", {"command": "cat b.py"})],
+    "two_calls": [
+        Call("run_shell", {"command": "cat a.py"}),
+        Call("run_shell", {"command": "cat b.py"}),
+    ],
 }
 
 
@@ -108,22 +119,32 @@ class TestReasoningRoundTrip:
 
 
 # Module level: hypothesis refuses class methods reused across parametrized instances.
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     path=st.text(string.ascii_letters + string.digits + "/._-", min_size=1, max_size=30),
     body=st.text(
-        st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="<>") | st.sampled_from(['"', "'", "\\", "{", "}", "\n"]),
+        st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="<>")
+        | st.sampled_from(['"', "'", "\\", "{", "}", "\n"]),
         min_size=1,
         max_size=60,
-    ).map(str.strip).filter(bool),
+    )
+    .map(str.strip)
+    .filter(bool),
     line=st.integers(min_value=-(2**31), max_value=2**31),
     options=st.dictionaries(
         st.text(string.ascii_lowercase, min_size=1, max_size=8),
-        st.one_of(st.integers(-1000, 1000), st.text(string.ascii_letters + " ", max_size=10), st.lists(st.integers(0, 9), max_size=3)),
+        st.one_of(
+            st.integers(-1000, 1000),
+            st.text(string.ascii_letters + " ", max_size=10),
+            st.lists(st.integers(0, 9), max_size=3),
+        ),
         max_size=3,
     ),
 )
 def test_typed_arguments_round_trip(setup, path, body, line, options):
-    _check(setup, [Call("edit_file", {"path": path, "new_text": body, "line": line, "options": options})])
-
-
+    _check(
+        setup,
+        [Call("edit_file", {"path": path, "new_text": body, "line": line, "options": options})],
+    )

@@ -1,0 +1,129 @@
+"""Each way of breaking the target recipe is caught by the check named for it.
+
+The target recipe is valid (test_recipes.py); here one NeMo RL override at a time breaks it
+the way real runs have been broken, and ``rlgate recipe check`` must report an ERROR with the
+expected code (and only warnings for keys NeMo RL/Gym accept but ignore).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlgate.compat import check_recipe_file
+from rlgate.findings import Severity
+
+REPO = Path(__file__).resolve().parents[2]
+TARGET = (
+    REPO / "recipes/grpo-qwen3.5-35ba3b-4n8g-megatron-ep16tp2cp2-async1off-gym-swe-thinking.yaml"
+)
+REFERENCE = (
+    REPO
+    / "recipes/grpo-qwen3-30ba3b-thinking-2507-16n8g-megatron-tp4pp2cp4ep8-async1off-gym-swe.yaml"
+)
+SERVE = "policy.generation.vllm_cfg.http_server_serving_chat_kwargs"
+GYM_MODEL = "env.nemo_gym.policy_model.responses_api_models.vllm_model"
+SWE = "env.nemo_gym.swe_agents_train.responses_api_agents.swe_agents"
+
+MUTATIONS = {
+    "typo_in_rl_key": (["++grpo.async_grpo.max_trajectory_age_step=2"], "unknown-key"),
+    "colocated_async_vllm": (["policy.generation.colocated.enabled=true"], "async-colocated"),
+    "no_importance_sampling": (
+        ["loss_fn.use_importance_sampling_correction=false"],
+        "async-importance-sampling",
+    ),
+    "dynamic_sampling_in_async": (["grpo.use_dynamic_sampling=true"], "async-unsupported"),
+    "max_val_samples_on_gym": (["grpo.max_val_samples=16"], "gym-max-val-samples"),
+    "top_k_on_gym": (["policy.generation.top_k=20"], "gym-top-k"),
+    "batch_size_mismatch": (["policy.train_global_batch_size=48"], "batch-size"),
+    "no_training_nodes": (
+        ["policy.generation.colocated.resources.num_nodes=4"],
+        "topology-generation-nodes",
+    ),
+    "serving_kwarg_typo": ([f"++{SERVE}.tool_call_parser=qwen3_coder"], "serving-kwarg"),
+    "parser_under_vllm_cfg": (
+        ["++policy.generation.vllm_cfg.tool_parser=qwen3_coder"],
+        "serving-kwarg-level",
+    ),
+    "hermes_on_qwen35": ([f"{SERVE}.tool_parser=hermes"], "tool-parser-mismatch"),
+    "unknown_parser_name": ([f"{SERVE}.tool_parser=qwen3_codr"], None),
+    "no_reasoning_parser": ([f"{SERVE}.reasoning_parser=null"], "reasoning-not-parsed"),
+    "stock_qwen35_template": ([f"~{SERVE}.chat_template"], "history-thinking-dropped"),
+    "truncate_history_thinking": (
+        [f"++{SERVE}.default_chat_template_kwargs.truncate_history_thinking=true"],
+        "truncate-history-thinking",
+    ),
+    "gym_without_reasoning_parser": (
+        [f"{GYM_MODEL}.uses_reasoning_parser=false"],
+        "gym-reasoning-parser",
+    ),
+    "gym_reasoning_field": (
+        [f"++{GYM_MODEL}.reasoning_field=reasoning_content"],
+        "gym-reasoning-field",
+    ),
+    "gym_key_typo": ([f"++{SWE}.agent_max_turn=50"], "gym-key"),
+    "missing_mandatory": (["cluster.num_nodes=???"], "missing-value"),
+}
+
+
+@pytest.mark.parametrize("name", list(MUTATIONS), ids=list(MUTATIONS))
+def test_mutation_is_rejected_with_the_named_code(name, tokenizers_root, gate_record):
+    overrides, code = MUTATIONS[name]
+    if code is None:  # a parser name vLLM does not know: a usage error with a did-you-mean
+        from rlgate._errors import RecipeError
+
+        with pytest.raises(RecipeError, match="qwen3_coder"):
+            check_recipe_file(TARGET, overrides, tokenizers_root)
+        return
+    report = check_recipe_file(TARGET, overrides, tokenizers_root)
+    codes = {f.code for f in report.errors}
+    gate_record(mutation=name, errors=",".join(sorted(codes)))
+    assert code in codes, "\n".join(
+        str(f) for f in report.findings if f.severity is not Severity.INFO
+    )
+
+
+def test_thinking_cannot_be_disabled_on_thinking_2507(tokenizers_root):
+    off = [
+        f"{SERVE}.default_chat_template_kwargs.enable_thinking=false",
+        f"{GYM_MODEL}.chat_template_kwargs.enable_thinking=false",
+    ]
+    report = check_recipe_file(REFERENCE, off, tokenizers_root)
+    bad = [f for f in report.errors if f.code == "template-ignores-kwarg"]
+    assert bad and "thinking stays on" in bad[0].message
+
+
+def test_gym_kwargs_win_over_server_defaults(tokenizers_root):
+    """Gym's chat_template_kwargs ride on every request and override the server's defaults."""
+    report = check_recipe_file(
+        REFERENCE, [f"{SERVE}.default_chat_template_kwargs.enable_thinking=false"], tokenizers_root
+    )
+    assert report.setup.effective_kwargs["enable_thinking"] is True
+    assert not [f for f in report.errors if f.code == "template-ignores-kwarg"]
+
+
+def test_gym_ignored_key_is_only_a_warning(tokenizers_root):
+    report = check_recipe_file(TARGET, [f"++{SWE}.run_with_mixed_prompts=true"], tokenizers_root)
+    assert report.ok
+    assert any(f.code == "gym-key" and f.severity is Severity.WARNING for f in report.findings)
+
+
+def test_cli_exit_codes_and_json(tmp_path, tokenizers_root, capsys):
+    from rlgate.cli import main
+
+    def run(*args):
+        code = main(["recipe", "check", *args, "--tokenizers", str(tokenizers_root)])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, out, err = run(str(TARGET), "--json", str(tmp_path / "ok.json"), "-q")
+    assert code == 0, out + err
+    doc = json.loads((tmp_path / "ok.json").read_text())
+    assert doc["compatible"] is True and doc["schema_version"] == 1
+    assert doc["profile"]["tool_format"] == "xml" and doc["profile"]["thinking"] == "open"
+    code, out, _ = run(str(TARGET), f"{SERVE}.tool_parser=hermes")
+    assert code == 1 and "tool-parser-mismatch" in out
+    code, _, err = run(str(tmp_path / "nope.yaml"))
+    assert code == 2 and "not found" in err

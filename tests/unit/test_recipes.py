@@ -1,0 +1,114 @@
+"""rlgate.recipes: NeMo RL's config loading semantics, reproduced."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rlgate._errors import RecipeError
+from rlgate.recipes import (
+    flatten,
+    functional_gate,
+    get_path,
+    load_recipe,
+    recipe_files,
+    recipe_tiers,
+)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+class TestDefaultsChain:
+    def test_child_wins_and_parents_resolve_relative_to_their_file(self, tmp_path):
+        _write(tmp_path / "base/grand.yaml", "a: {x: 1, y: 1}\nb: 1\n")
+        _write(tmp_path / "base/parent.yaml", "defaults: grand.yaml\na: {y: 2}\n")
+        child = _write(tmp_path / "r/child.yaml", "defaults: ../base/parent.yaml\na: {z: 3}\n")
+        r = load_recipe(child)
+        assert r.config == {"a": {"x": 1, "y": 2, "z": 3}, "b": 1}
+        assert [p.name for p in r.sources] == ["grand.yaml", "parent.yaml", "child.yaml"]
+
+    def test_later_default_in_a_list_wins(self, tmp_path):
+        _write(tmp_path / "p1.yaml", "k: 1\n")
+        _write(tmp_path / "p2.yaml", "k: 2\n")
+        assert load_recipe(
+            _write(tmp_path / "c.yaml", "defaults: [p1.yaml, p2.yaml]\n")
+        ).config == {"k": 2}
+
+    def test_override_marker_replaces_the_parent_section(self, tmp_path):
+        _write(tmp_path / "p.yaml", "env: {a: 1, b: 2}\n")
+        r = load_recipe(
+            _write(tmp_path / "c.yaml", "defaults: p.yaml\nenv: {_override_: true, c: 3}\n")
+        )
+        assert r.config["env"] == {"c": 3}
+
+    def test_circular_chain_is_an_error(self, tmp_path):
+        _write(tmp_path / "a.yaml", "defaults: b.yaml\n")
+        _write(tmp_path / "b.yaml", "defaults: a.yaml\n")
+        with pytest.raises(RecipeError, match="circular"):
+            load_recipe(tmp_path / "a.yaml")
+
+    def test_missing_parent_names_the_file_that_wanted_it(self, tmp_path):
+        child = _write(tmp_path / "c.yaml", "defaults: nope.yaml\n")
+        with pytest.raises(RecipeError, match=r"c\.yaml: defaults entry 'nope\.yaml' not found"):
+            load_recipe(child)
+
+    @pytest.mark.parametrize("text", ["[1, 2]\n", "a: [\n"], ids=["not_a_mapping", "broken_yaml"])
+    def test_invalid_yaml_is_a_recipe_error(self, tmp_path, text):
+        with pytest.raises(RecipeError):
+            load_recipe(_write(tmp_path / "bad.yaml", text))
+
+
+class TestOverridesAndInterpolation:
+    def test_hydra_overrides_follow_nemo_rl_struct_mode(self, tmp_path):
+        cfg = _write(tmp_path / "c.yaml", "a: {b: 1}\n")
+        assert load_recipe(cfg, ["a.b=2"]).config["a"]["b"] == 2
+        assert load_recipe(cfg, ["++a.c=3"]).config["a"] == {"b": 1, "c": 3}
+        assert load_recipe(cfg, ["~a.b"]).config["a"] == {}
+        with pytest.raises(RecipeError, match="Could not override"):
+            load_recipe(cfg, ["a.typo=2"])
+
+    def test_interpolations_and_nemo_rl_resolvers_resolve(self, tmp_path):
+        cfg = _write(tmp_path / "c.yaml", "n: 4\nm: 8\nprod: ${mul:${n}, ${m}}\nref: ${n}\n")
+        assert load_recipe(cfg).config == {"n": 4, "m": 8, "prod": 32, "ref": 4}
+
+    def test_unset_env_interpolation_is_kept_and_reported(self, tmp_path, monkeypatch):
+        monkeypatch.delenv("RLGATE_TEST_UNSET", raising=False)
+        r = load_recipe(_write(tmp_path / "c.yaml", "p: ${oc.env:RLGATE_TEST_UNSET}/x\nq: ${p}\n"))
+        assert r.config["p"] == "${oc.env:RLGATE_TEST_UNSET}/x"
+        assert {u.key for u in r.unresolved} == {"p", "q"}
+        monkeypatch.setenv("RLGATE_TEST_UNSET", "/data")
+        assert load_recipe(tmp_path / "c.yaml").config["q"] == "/data/x"
+
+
+class TestGateBlock:
+    def test_gate_block_is_split_off_the_nemo_rl_config(self, tmp_path):
+        r = load_recipe(_write(tmp_path / "c.yaml", "a: 1\nrlgate: {tiers: [functional]}\n"))
+        assert r.config == {"a": 1} and r.gate == {"tiers": ["functional"]}
+
+    def test_functional_block_rejects_unknown_keys(self, tmp_path):
+        r = load_recipe(_write(tmp_path / "c.yaml", "rlgate: {functional: {expectt: pass}}\n"))
+        with pytest.raises(RecipeError, match="expectt"):
+            functional_gate(r)
+
+    def test_recipe_tiers_rejects_unknown_tier(self, tmp_path):
+        path = _write(tmp_path / "c.yaml", "rlgate: {tiers: [functional, speed]}\n")
+        with pytest.raises(RecipeError, match="speed"):
+            recipe_tiers(path)
+
+    def test_recipe_files_skip_the_base_folder(self, tmp_path):
+        for rel in ("a.yaml", "base/b.yaml", "known-bad/c.yaml"):
+            _write(tmp_path / rel, "x: 1\n")
+        assert [p.name for p in recipe_files(tmp_path)] == ["a.yaml", "c.yaml"]
+
+
+class TestPaths:
+    def test_get_path_and_flatten(self):
+        cfg = {"a": {"b": {"c": 1}}, "l": [1, 2]}
+        assert get_path(cfg, "a.b.c") == 1 and get_path(cfg, "a.x", "d") == "d"
+        assert flatten(cfg) == {"a": {"b": {"c": 1}}, "a.b": {"c": 1}, "a.b.c": 1, "l": [1, 2]}

@@ -2,7 +2,7 @@
 
 Parametrized over the tokenizer root's subfolders x thinking on/off. These are the stock
 templates users get from the hub; recipes may serve a different one (checked in
-test_recipes.py and test_contiguity.py).
+test_recipe_validation.py and test_contiguity.py).
 """
 
 from __future__ import annotations

@@ -320,6 +320,23 @@ def check_gym(setup: ServingSetup) -> list[Finding]:
     return out
 
 
+def check_unresolved(recipe: Recipe) -> list[Finding]:
+    """Interpolations that only resolve where the run starts, one warning per cause."""
+    by_reason: dict[str, list[str]] = {}
+    for u in recipe.unresolved:
+        by_reason.setdefault(u.reason, []).append(u.key)
+    return [
+        Finding(
+            "unresolved-interpolation",
+            WARNING,
+            keys[0],
+            f"{reason}: {len(keys)} key(s) keep their ${{...}} expression here "
+            f"({', '.join(keys)}); they must resolve where the run starts",
+        )
+        for reason, keys in by_reason.items()
+    ]
+
+
 def check_mandatory(recipe: Recipe) -> list[Finding]:
     """Values left as ``???`` (OmegaConf's mandatory marker) fail at NeMo RL start-up."""
     return [
@@ -367,16 +384,7 @@ def check_recipe(
     recipe: Recipe, tokenizer_root: str | Path | None, setup: ServingSetup | None = None
 ) -> CompatReport:
     """Run every check on a loaded recipe (``setup`` reuses an already resolved serving setup)."""
-    findings = [
-        Finding(
-            "unresolved-interpolation",
-            WARNING,
-            u.key,
-            f"{u.expression} cannot be resolved here ({u.reason}); it must resolve where the "
-            "run starts",
-        )
-        for u in recipe.unresolved
-    ]
+    findings = check_unresolved(recipe)
     findings += (
         check_mandatory(recipe)
         + check_keys(recipe.config)

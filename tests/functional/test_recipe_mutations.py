@@ -1,8 +1,8 @@
 """Each way of breaking the target recipe is caught by the check named for it.
 
-The target recipe is valid (test_recipe_validation.py); here one NeMo RL override at a time breaks it
-the way real runs have been broken, and ``rlgate recipe check`` must report an ERROR with the
-expected code (and only warnings for keys NeMo RL/Gym accept but ignore).
+The target recipe is valid (test_recipe_validation.py); here one NeMo RL override at a time
+breaks it the way real runs have been broken, and ``rlgate recipe check`` must report an
+ERROR with the expected code (and only warnings for keys NeMo RL/Gym accept but ignore).
 """
 
 from __future__ import annotations

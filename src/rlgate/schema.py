@@ -114,9 +114,9 @@ def _suggest(schema: KeySchema, path: str) -> str:
             + "?"
         )
     # A key put at the wrong level: same leaf name elsewhere.
-    elsewhere = sorted(k for k in schema.keys if k.endswith(f".{leaf}"))[:2]
+    elsewhere = sorted(k for k in schema.keys if k.endswith(f".{leaf}"))[:4]
     if elsewhere:
-        return " (a key with this name exists at " + " and ".join(elsewhere) + ")"
+        return " (a key with this name exists at " + ", ".join(elsewhere) + ")"
     return ""
 
 

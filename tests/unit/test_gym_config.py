@@ -1,0 +1,57 @@
+"""rlgate.gym: Gym's config merge and key validation, against the installed nemo-gym."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlgate._errors import RecipeError
+from rlgate.gym import check_server_keys, gym_servers, vllm_model_config
+
+PATHS = [
+    "responses_api_models/vllm_model/configs/vllm_model_for_training.yaml",
+    "responses_api_agents/swe_agents/configs/swebench_openhands_training.yaml",
+]
+
+
+class TestGymServers:
+    def test_config_paths_merge_with_overrides(self):
+        servers = gym_servers(
+            {
+                "config_paths": PATHS,
+                "swe_agents_train": {
+                    "responses_api_agents": {"swe_agents": {"agent_max_turns": 7}}
+                },
+            }
+        )
+        by_name = {(s.instance, s.implementation): s for s in servers}
+        swe = by_name[("swe_agents_train", "swe_agents")]
+        assert swe.config["agent_max_turns"] == 7  # override over Gym's yaml default (100)
+        assert swe.config["swebench_agent_timeout"] == 1800  # Gym's own yaml default kept
+        assert swe.overridden == frozenset({"agent_max_turns"})
+        assert vllm_model_config(servers).config["return_token_id_information"] is True
+
+    def test_missing_config_path_is_an_error(self):
+        with pytest.raises(RecipeError, match="not a file of nemo-gym"):
+            gym_servers({"config_paths": ["responses_api_models/nope.yaml"]})
+
+
+class TestServerKeys:
+    def _swe(self, **override):
+        servers = gym_servers(
+            {
+                "config_paths": PATHS,
+                "swe_agents_train": {"responses_api_agents": {"swe_agents": override}},
+            }
+        )
+        return next(s for s in servers if s.instance == "swe_agents_train")
+
+    def test_typo_gets_a_suggestion_from_gyms_own_model(self):
+        (finding,) = check_server_keys(self._swe(agent_max_turn=5))
+        assert finding.suggestion == "agent_max_turns" and finding.model == "SWEBenchWrapperConfig"
+
+    def test_ignored_key_has_no_suggestion(self):
+        (finding,) = check_server_keys(self._swe(run_with_mixed_prompts=True))
+        assert finding.suggestion is None
+
+    def test_valid_override_is_clean(self):
+        assert not check_server_keys(self._swe(concurrency=64))

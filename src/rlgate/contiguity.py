@@ -25,7 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlgate.gym import GymChatPath
-from rlgate.parsers import ServedParsers
+from rlgate.parsers import (
+    ServedParsers,
+    normalize_tool_call_arguments,
+    template_content_format,
+)
 from rlgate.templates import (
     THINK_CLOSE,
     THINK_OPEN,
@@ -233,9 +237,7 @@ class LoopContext:
         self.thinking = profile_template(
             self.tokenizer, self.template, self.template_kwargs
         ).thinking
-        from vllm.renderers.hf import _detect_content_format
-
-        self.content_format = _detect_content_format(self.template.text, default="string")
+        self.content_format = template_content_format(self.template.text)
 
     def encode(self, text: str) -> list[int]:
         """Tokenize rendered text the way vLLM tokenizes a chat prompt."""
@@ -244,8 +246,6 @@ class LoopContext:
 
 def vllm_conversation(ctx: LoopContext, messages: Sequence[Mapping[str, Any]]) -> list[dict]:
     """Normalise OpenAI-style messages as vLLM's ``parse_chat_messages`` does (text only)."""
-    from vllm.entrypoints.chat_utils import _postprocess_messages
-
     out = []
     for message in copy.deepcopy(list(messages)):
         msg = {"role": message["role"]}
@@ -265,7 +265,7 @@ def vllm_conversation(ctx: LoopContext, messages: Sequence[Mapping[str, Any]]) -
         if message["role"] == "tool" and "tool_call_id" in message:
             msg["tool_call_id"] = message["tool_call_id"]
         out.append(msg)
-    _postprocess_messages(out)
+    normalize_tool_call_arguments(out)
     return out
 
 

@@ -25,7 +25,11 @@ __all__ = [
     "ParsedCall",
     "ParsedOutput",
     "ServedParsers",
+    "normalize_tool_call_arguments",
     "reasoning_parser_names",
+    "serving_chat_parameters",
+    "template_content_format",
+    "template_variables",
     "tool_parser_names",
 ]
 
@@ -75,6 +79,45 @@ def served_tokenizer(tokenizer: Any) -> Any:
 
         _SERVED_TOKENIZERS[key] = (tokenizer, get_cached_tokenizer(tokenizer))
     return _SERVED_TOKENIZERS[key][1]
+
+
+# --- vLLM's chat-serving behaviour around the parsers --------------------------------
+
+
+@cache
+def serving_chat_parameters() -> frozenset[str]:
+    """Parameters vLLM's ``OpenAIServingChat`` accepts (NeMo RL splats the serving kwargs in)."""
+    _import_vllm()
+    import inspect
+
+    from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat
+
+    owned = {"self", "engine_client", "models", "online_renderer"}  # NeMo RL passes these itself
+    return frozenset(set(inspect.signature(OpenAIServingChat.__init__).parameters) - owned)
+
+
+def template_variables(template_text: str) -> frozenset[str]:
+    """Variables a chat template reads; vLLM passes only these of ``chat_template_kwargs``."""
+    _import_vllm()
+    from vllm.renderers.hf import _cached_resolve_chat_template_kwargs
+
+    return frozenset(_cached_resolve_chat_template_kwargs(template_text))
+
+
+def template_content_format(template_text: str) -> str:
+    """``"string"`` or ``"openai"``: how vLLM hands message content to this template."""
+    _import_vllm()
+    from vllm.renderers.hf import _detect_content_format
+
+    return _detect_content_format(template_text, default="string")
+
+
+def normalize_tool_call_arguments(messages: list[dict[str, Any]]) -> None:
+    """VLLM's own post-processing of chat messages (JSON tool-call arguments -> dicts), in place."""
+    _import_vllm()
+    from vllm.entrypoints.chat_utils import _postprocess_messages
+
+    _postprocess_messages(messages)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,7 @@ recipe so that checks and tests look at what would really be served.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,8 @@ from rlgate._errors import RecipeError
 from rlgate.contiguity import SCENARIOS, Call, LoopContext, LoopResult, Turn, model_output, replay
 from rlgate.findings import Finding, Severity
 from rlgate.gym import GymChatPath, GymServer, gym_servers, vllm_model_config
-from rlgate.parsers import ServedParsers
+from rlgate.parsers import ServedParsers, template_variables
+from rlgate.parsers import serving_chat_parameters as parsers_serving_parameters
 from rlgate.recipes import Recipe, functional_gate, get_path
 from rlgate.templates import (
     PROBE_TOOLS,
@@ -49,26 +48,14 @@ __all__ = [
     "serving_setup",
 ]
 
-# Keys NeMo RL itself passes to OpenAIServingChat; a recipe cannot meaningfully set them.
-_NEMO_RL_OWNED = frozenset({"engine_client", "models", "online_renderer", "self"})
 
-
-@cache
 def serving_chat_parameters() -> frozenset[str]:
-    """Parameters vLLM's ``OpenAIServingChat`` accepts (what the serving kwargs may hold)."""
-    from rlgate.parsers import _import_vllm
-
-    _import_vllm()
-    from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat
-
-    params = set(inspect.signature(OpenAIServingChat.__init__).parameters) - _NEMO_RL_OWNED
-    return frozenset(params | {"chat_template_kwargs"})  # NeMo RL's alias
+    """Keys ``http_server_serving_chat_kwargs`` may hold (plus NeMo RL's alias)."""
+    return parsers_serving_parameters() | {"chat_template_kwargs"}
 
 
 def _template_variables(template: ChatTemplate) -> frozenset[str]:
-    from vllm.renderers.hf import _cached_resolve_chat_template_kwargs
-
-    return frozenset(_cached_resolve_chat_template_kwargs(template.text))
+    return template_variables(template.text)
 
 
 @dataclass
@@ -303,8 +290,6 @@ def _probe_model_output(setup: ServingSetup) -> tuple[str, Any]:
 
 
 def _parses_calls(setup: ServingSetup, text: str, tool_parser: str | None) -> bool:
-    from rlgate.parsers import ServedParsers
-
     parsed = ServedParsers(
         setup.tokenizer, tool_parser, setup.reasoning_parser, setup.effective_kwargs
     ).parse(text, PROBE_TOOLS)

@@ -1,0 +1,58 @@
+"""A GPU-free stand-in for NeMo RL's ``run_grpo_nemo_gym.py``, for launcher smoke tests.
+
+It takes the same command line (``--config FILE`` plus Hydra overrides), loads the config
+with :func:`rlgate.recipes.load_recipe` the way the real entry point resolves it, and writes a
+healthy async SWE run's TensorBoard events into ``<logger.log_dir>/exp_NNN/tensorboard/``
+with NeMo RL's tag names (:func:`rlgate.testing.corpus.write_run`). Options before
+``--config`` inject the ways a real run ends badly::
+
+    python -m rlgate.testing.standin [--stop-at-step K] [--exit-code N] [--fail-with TEXT]
+        [--seconds S] --config RECIPE grpo.max_num_steps=N logger.log_dir=DIR ...
+
+Use it as ``rlgate launch RECIPE --entrypoint "python -m rlgate.testing.standin"`` to check a
+site's launch -> watch -> check-run plumbing (container, mounts, log paths) without GPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from rlgate.recipes import get_path, load_recipe
+from rlgate.testing.corpus import Fault, Profile, write_run
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse NeMo RL's command line, write the run's events, exit like the run would."""
+    parser = argparse.ArgumentParser(prog="python -m rlgate.testing.standin")
+    parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("--stop-at-step", type=int, help="write only this many steps")
+    parser.add_argument("--exit-code", type=int, default=0)
+    parser.add_argument("--fail-with", help="print this line to stderr before exiting")
+    parser.add_argument("--seconds", type=float, default=0.0, help="sleep before writing")
+    parser.add_argument("--seed", type=int, default=0)
+    args, overrides = parser.parse_known_args(argv)
+    recipe = load_recipe(args.config, overrides)
+    target = int(get_path(recipe.config, "grpo.max_num_steps"))
+    log_dir = Path(str(get_path(recipe.config, "logger.log_dir")))
+    steps = min(target, args.stop_at_step) if args.stop_at_step is not None else target
+    print(f"stand-in for run_grpo_nemo_gym.py: {recipe.name}, {steps}/{target} steps -> {log_dir}")
+    sys.stdout.flush()
+    time.sleep(args.seconds)
+    if steps > 0:
+        write_run(log_dir, Fault.HEALTHY, seed=args.seed, profile=replace(Profile(), steps=steps))
+    for step in range(1, steps + 1):
+        print(f"========================= Step {step}/{target} =========================")
+    if args.fail_with:
+        print(args.fail_with, file=sys.stderr)
+    return args.exit_code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

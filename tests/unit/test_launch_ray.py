@@ -1,0 +1,192 @@
+"""The Ray backend against a real Ray cluster started here, on 127.0.0.1.
+
+One cluster per module (``ray start --head --block`` with the dashboard, whose job API the
+backend uses): real jobs run the launched command, a failure is detected through Ray's job
+status, logs are collected into the run directory. The cluster is stopped by its process
+group id in a ``finally``; nothing else on the machine is touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from launch_fixtures import ONE_NODE, STANDIN, TARGET, swe_env
+
+from rlgate._errors import ExitCode, InfraError
+from rlgate.cli import main
+from rlgate.launch import RaySite, SiteConfig, backend_for, launch, plan_launch
+from rlgate.launch_ray import RayBackend, submission_id
+from rlgate.manifest import Backend, RunStatus, load_manifest
+from rlgate.watch import watch_run
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _up(address: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{address}/api/version", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def ray_address() -> Iterator[str]:
+    ray_cli = Path(sys.executable).with_name("ray")
+    temp = Path(tempfile.mkdtemp(prefix="rlg-ray-", dir="/tmp"))  # short: unix socket paths
+    dashboard = free_port()
+    argv = [str(ray_cli), "start", "--head", "--block", "--disable-usage-stats"]
+    argv += ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--include-dashboard=true"]
+    argv += [f"--port={free_port()}", f"--dashboard-port={dashboard}"]
+    argv += ["--dashboard-host=127.0.0.1", f"--ray-client-server-port={free_port()}"]
+    argv += [f"--dashboard-agent-listen-port={free_port()}", f"--temp-dir={temp}"]
+    log = (temp / "ray-start.log").open("wb")
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    address = f"http://127.0.0.1:{dashboard}"
+    try:
+        deadline = time.monotonic() + 120
+        while not _up(address):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"Ray did not start: {(temp / 'ray-start.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield address
+    finally:
+        _stop_jobs(address)
+        proc.terminate()  # `ray start --block` drains and stops the processes it started
+        try:
+            proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the group it leads, if any
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _stop_jobs(address: str) -> None:
+    """Stop jobs of ours that still run (their drivers live in their own sessions)."""
+    from ray.job_submission import JobSubmissionClient
+
+    try:
+        client = JobSubmissionClient(address)
+        for job in client.list_jobs():
+            if not job.status.is_terminal() and job.submission_id:
+                client.stop_job(job.submission_id)
+    except Exception:  # the cluster may already be gone; teardown goes on
+        pass
+
+
+def plan_ray(tmp_path: Path, address: str, name: str, *entry_args: str, steps: int = 3):
+    site = SiteConfig(ray=RaySite(address=address), env=swe_env(tmp_path))
+    return plan_launch(
+        TARGET,
+        backend=Backend.RAY,
+        site=site,
+        overrides=ONE_NODE,
+        steps=steps,
+        run_dir=tmp_path / name,
+        entrypoint=(*STANDIN, *entry_args),
+    )
+
+
+class TestRayBackend:
+    def test_ray_job_runs_and_watch_sees_it_complete(
+        self, ray_address: str, tmp_path: Path
+    ) -> None:
+        from ray.job_submission import JobSubmissionClient
+
+        plan = plan_ray(tmp_path, ray_address, "ok")
+        manifest = launch(plan)
+        assert manifest.job_ids == [submission_id("ok")] and manifest.ray_address == ray_address
+        events: list[str] = []
+        result = watch_run(plan.run_dir, interval=0.5, timeout=180, on_event=events.append)
+        assert (result.status, result.exit_code) == (RunStatus.COMPLETED, ExitCode.OK), events
+        assert "running" in " ".join(events) and "step 3/3" in events
+        info = JobSubmissionClient(ray_address).get_job_info(submission_id("ok"))
+        assert info.status.value == "SUCCEEDED" and info.entrypoint == plan.command
+        assert info.runtime_env["env_vars"] == swe_env(tmp_path)
+        driver_log = (plan.run_dir / "driver.log").read_text()
+        assert "Step 3/3" in driver_log  # collected from Ray, not written by the driver
+        saved = load_manifest(plan.run_dir)
+        assert (saved.exit_status, saved.last_step, saved.started_at is not None) == (0, 3, True)
+
+    @pytest.mark.parametrize(
+        ("line", "code", "reason"),
+        [
+            pytest.param(
+                "ValueError: policy.max_total_sequence_length must be set",
+                ExitCode.FAIL,
+                "exception",
+                id="driver_error",
+            ),
+            pytest.param(
+                "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL",
+                ExitCode.INFRA,
+                "nccl",
+                id="nccl_infra",
+            ),
+        ],
+    )
+    def test_ray_job_failure_is_detected_and_its_logs_collected(
+        self, ray_address: str, tmp_path: Path, line: str, code: ExitCode, reason: str
+    ) -> None:
+        args = ("--stop-at-step", "0", "--exit-code", "3", "--fail-with", line)
+        plan = plan_ray(tmp_path, ray_address, f"bad-{reason}", *args)
+        launch(plan)
+        result = watch_run(plan.run_dir, interval=0.5, timeout=180)
+        assert (result.status, result.exit_code) == (RunStatus.FAILED, code), result.message
+        assert result.cause is not None and result.cause.reason == reason
+        assert line in (plan.run_dir / "driver.log").read_text()
+        saved = load_manifest(plan.run_dir)
+        assert saved.exit_status == 3 and saved.last_step is None and saved.ended_at
+
+    def test_stopped_ray_job_is_a_failure(self, ray_address: str, tmp_path: Path) -> None:
+        plan = plan_ray(tmp_path, ray_address, "stopped", "--seconds", "120")
+        manifest = launch(plan)
+        backend = backend_for(Backend.RAY, plan.site)
+        assert isinstance(backend, RayBackend)
+        deadline = time.monotonic() + 60
+        while backend.poll(manifest).phase.value != "running" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        backend.stop(manifest)
+        result = watch_run(plan.run_dir, interval=0.5, timeout=120)
+        assert result.status is RunStatus.FAILED and "stopped" in result.message
+
+    def test_dry_run_prints_the_job_request(
+        self, ray_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        site = tmp_path / "site.yaml"
+        site.write_text(SiteConfig(env=swe_env(tmp_path)).model_dump_json())
+        argv = ["launch", str(TARGET), *ONE_NODE, "--backend", "ray", "--site", str(site)]
+        argv += ["--ray-address", ray_address, "--entrypoint", " ".join(STANDIN)]
+        argv += ["--run-dir", str(tmp_path / "dry"), "--dry-run", "--no-check"]
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert f'"address": "{ray_address}"' in out and '"entrypoint": "' in out
+        assert not (tmp_path / "dry").exists()
+
+
+class TestRayUnreachable:
+    def test_unreachable_job_api_is_an_infra_error(self, tmp_path: Path) -> None:
+        plan = plan_ray(tmp_path, f"http://127.0.0.1:{free_port()}", "nowhere")
+        with pytest.raises(InfraError, match="cannot reach the Ray job API"):
+            launch(plan)
+        assert load_manifest(plan.run_dir).status is RunStatus.FAILED

@@ -1,0 +1,250 @@
+"""The Slurm backend: the generated ray.sub submission, field by field, and ``bash -n``.
+
+There is no Slurm here. The proof is the generated script itself (every sbatch flag and every
+variable ray.sub reads) plus the dry-run GPU-hours. One test runs the script against a stand-in
+``sbatch`` on PATH: that proves only the argument and environment wiring (and that COMMAND
+survives the trip into ray.sub's ``driver_command.sh``), not anything about a cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from launch_fixtures import STANDIN, TARGET, nemo_rl_checkout, slurm_site
+
+from rlgate._errors import LaunchError
+from rlgate.cli import main
+from rlgate.launch import launch, plan_launch
+from rlgate.launch_slurm import (
+    format_time_limit,
+    parse_job_ids,
+    parse_sacct,
+    parse_squeue,
+    render_sbatch_script,
+)
+from rlgate.manifest import Backend, load_manifest
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    return nemo_rl_checkout(tmp_path)[0]
+
+
+def plan_slurm(tmp_path: Path, checkout: Path, **kwargs):
+    site = kwargs.pop("site", None) or slurm_site(tmp_path)
+    return plan_launch(
+        TARGET,
+        backend=Backend.SLURM,
+        site=site,
+        nemo_rl_dir=checkout,
+        run_dir=tmp_path / "runs" / "nightly-thinking",
+        **kwargs,
+    )
+
+
+def sbatch_flags(script: str) -> list[str]:
+    """The sbatch arguments of the generated script, shell-parsed."""
+    start = script.index("  sbatch ")
+    end = script.index("\ndone", start)
+    return shlex.split(script[start:end].replace("\\\n", " "))[1:]
+
+
+def exports(script: str) -> dict[str, str]:
+    """``export NAME=value`` lines, shell-parsed."""
+    found = {}
+    for line in script.splitlines():
+        if line.startswith("export ") and "=" in line:
+            name, value = line[len("export ") :].split("=", 1)
+            found[name] = shlex.split(value)[0] if value else ""
+    return found
+
+
+class TestSbatchScript:
+    def test_script_requests_the_recipes_allocation(self, tmp_path: Path, checkout: Path) -> None:
+        plan = plan_slurm(tmp_path, checkout)
+        flags = sbatch_flags(render_sbatch_script(plan))
+        assert flags == [
+            "--parsable",
+            "--nodes=4",  # cluster.num_nodes of the recipe
+            "--gres=gpu:8",  # cluster.gpus_per_node
+            "--time=4:00:00",  # the site's default_minutes (240)
+            "--account=acct_llm",
+            "--partition=batch_block1",
+            "--job-name=acct_llm:nightly-thinking",
+            "--dependency=singleton",
+            f"--output={plan.run_dir}/slurm/slurm-%j.out",
+            "ray.sub",
+        ]
+
+    def test_script_sets_every_variable_ray_sub_reads(self, tmp_path: Path, checkout: Path) -> None:
+        plan = plan_slurm(tmp_path, checkout)
+        script = render_sbatch_script(plan)
+        env = exports(script)
+        assert env["CONTAINER"] == "/lustre/containers/nemo-rl.sqsh"
+        mounts = env["MOUNTS"].split(",")
+        assert mounts[0] == "/lustre/fsw:/lustre/fsw"  # the site's, first
+        assert f"{plan.run_dir}:{plan.run_dir}" in mounts  # logs and checkpoints
+        assert f"{TARGET.parent}:{TARGET.parent}" in mounts  # the recipe and its defaults
+        assert f"{checkout}:{checkout}" in mounts  # ray.sub's container workdir
+        assert env["GPUS_PER_NODE"] == "8"
+        assert env["BASE_LOG_DIR"] == f"{plan.run_dir}/slurm"
+        assert env["COMMAND"] == plan.command
+        assert env["COMMAND"].startswith(f"cd {checkout} && uv run examples/nemo_gym/")
+        assert env["RLGATE_SWE_DATA"] == str(tmp_path / "swe_data")
+        assert f"\ncd {checkout}\n" in script  # sbatch from the checkout: SLURM_SUBMIT_DIR
+
+    def test_script_is_valid_bash(self, tmp_path: Path, checkout: Path) -> None:
+        site = slurm_site(tmp_path, extra_sbatch_args=["--exclusive", "--comment=rlgate nightly"])
+        script = tmp_path / "sbatch.sh"
+        script.write_text(render_sbatch_script(plan_slurm(tmp_path, checkout, site=site)))
+        check = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stderr
+        assert "--comment=rlgate nightly" in sbatch_flags(script.read_text())
+
+    def test_site_mount_that_covers_a_path_is_not_repeated(
+        self, tmp_path: Path, checkout: Path
+    ) -> None:
+        site = slurm_site(tmp_path, mounts=[f"{tmp_path}:{tmp_path}"])
+        env = exports(render_sbatch_script(plan_slurm(tmp_path, checkout, site=site)))
+        assert env["MOUNTS"] == f"{tmp_path}:{tmp_path},{TARGET.parent}:{TARGET.parent}"
+
+    def test_long_run_is_a_chain_of_singleton_jobs(self, tmp_path: Path, checkout: Path) -> None:
+        plan = plan_slurm(tmp_path, checkout, steps=20, steps_per_run=8, minutes=180)
+        script = render_sbatch_script(plan)
+        assert plan.runs == 3 and "for _ in $(seq 1 3); do" in script
+        assert "--time=3:00:00" in sbatch_flags(script)
+        assert plan.gpu_hours == 3 * 4 * 8 * 180 / 60
+
+    def test_pass_env_is_checked_not_written(
+        self, tmp_path: Path, checkout: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+        site = slurm_site(tmp_path).model_copy(update={"pass_env": ["HF_TOKEN"]})
+        script = render_sbatch_script(plan_slurm(tmp_path, checkout, site=site))
+        assert "hf_secret_value" not in script
+        assert ': "${HF_TOKEN:?HF_TOKEN (site pass_env) must be set}"; export HF_TOKEN' in script
+
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            pytest.param({"minutes": 300}, "exceeds the partition limit of 240", id="too_long"),
+            pytest.param(
+                {"site": slurm_site(Path("/x"), default_minutes=None)}, "--minutes", id="no_time"
+            ),
+        ],
+    )
+    def test_script_refuses_jobs_the_partition_cannot_run(
+        self, tmp_path: Path, checkout: Path, kwargs: dict, message: str
+    ) -> None:
+        with pytest.raises(LaunchError, match=message):
+            render_sbatch_script(plan_slurm(tmp_path, checkout, **kwargs))
+
+    def test_slurm_needs_a_site_config(self, tmp_path: Path, checkout: Path) -> None:
+        site = slurm_site(tmp_path).model_copy(update={"slurm": None})
+        with pytest.raises(LaunchError, match="slurm: block"):
+            render_sbatch_script(plan_slurm(tmp_path, checkout, site=site))
+
+    def test_site_mounts_must_be_absolute_pairs(self, tmp_path: Path, checkout: Path) -> None:
+        site = slurm_site(tmp_path, mounts=["/a:/a,/b:/b"])
+        with pytest.raises(LaunchError, match="not an absolute SRC:DST mount"):
+            render_sbatch_script(plan_slurm(tmp_path, checkout, site=site))
+
+    @pytest.mark.parametrize(
+        ("minutes", "limit"),
+        [
+            pytest.param(240, "4:00:00", id="hours"),
+            pytest.param(90, "1:30:00", id="mixed"),
+            pytest.param(45, "0:45:00", id="minutes"),
+        ],
+    )
+    def test_time_limit_format(self, minutes: int, limit: str) -> None:
+        assert format_time_limit(minutes) == limit
+
+
+class TestDryRun:
+    def test_dry_run_prints_the_script_and_gpu_hours_and_submits_nothing(
+        self, tmp_path: Path, checkout: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        site = tmp_path / "site.yaml"
+        site.write_text(slurm_site(tmp_path).model_dump_json())
+        run = tmp_path / "runs" / "dry"
+        argv = ["launch", str(TARGET), "--backend", "slurm", "--site", str(site)]
+        argv += ["--nemo-rl-dir", str(checkout), "--run-dir", str(run), "--dry-run", "--no-check"]
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("#!/usr/bin/env bash\n") and "sbatch --parsable" in out
+        assert out.rstrip().endswith("1 run(s) x 4 nodes x 8 GPUs, GPU-hours 128")
+        assert not run.exists()
+        script = tmp_path / "printed.sh"
+        script.write_text(out)
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+
+
+class TestSubmissionWiring:
+    def test_submission_passes_command_through_to_ray_sub(
+        self, tmp_path: Path, checkout: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Wiring only: a stand-in ``sbatch`` records its argv and environment.
+
+        Then COMMAND is run the way ray.sub runs it (``printf '%s' "$COMMAND" >
+        driver_command.sh; bash driver_command.sh``) with rlgate's stand-in trainer, which
+        must find its config and write the run where the manifest says.
+        """
+        record = tmp_path / "sbatch_record"
+        fake_bin = tmp_path / "bin"
+        fake_bin.mkdir()
+        sbatch = fake_bin / "sbatch"
+        sbatch.write_text(
+            "#!/usr/bin/env bash\n"
+            f'printf "%s\\n" "$@" > {record}.argv\n'
+            f'printf "%s" "$COMMAND" > {record}.command\n'
+            f'printf "%s|%s|%s" "$CONTAINER" "$BASE_LOG_DIR" "$PWD" > {record}.env\n'
+            'echo "4242;cluster0"\n'
+        )
+        sbatch.chmod(sbatch.stat().st_mode | stat.S_IEXEC)
+        monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
+        plan = plan_slurm(tmp_path, checkout, steps=2, entrypoint=STANDIN)
+        manifest = launch(plan)
+        assert manifest.job_ids == ["4242"]
+        assert load_manifest(plan.run_dir).slurm_log_root == str(plan.run_dir / "slurm")
+        assert Path(f"{record}.argv").read_text().splitlines()[-1] == "ray.sub"
+        container, log_root, cwd = Path(f"{record}.env").read_text().split("|")
+        assert (container, log_root, cwd) == (
+            "/lustre/containers/nemo-rl.sqsh",
+            str(plan.run_dir / "slurm"),
+            str(checkout),
+        )
+        driver = tmp_path / "driver_command.sh"
+        driver.write_text(Path(f"{record}.command").read_text())
+        env = {**os.environ, **plan.env}
+        ran = subprocess.run(["bash", str(driver)], capture_output=True, text=True, env=env)
+        assert ran.returncode == 0, ran.stderr
+        assert list((plan.log_dir / "exp_001" / "tensorboard").glob("events.out.tfevents.*"))
+
+
+class TestSlurmOutputParsers:
+    def test_job_ids_from_sbatch_parsable(self) -> None:
+        assert parse_job_ids("1234\n1235;cluster0\nsbatch: warning\n") == ["1234", "1235"]
+
+    def test_squeue_states(self) -> None:
+        assert parse_squeue("1234|RUNNING\n1235|PENDING\n") == {
+            "1234": "RUNNING",
+            "1235": "PENDING",
+        }
+
+    def test_sacct_states_exit_codes_and_cancel_reasons(self) -> None:
+        text = (
+            "1234|COMPLETED|0:0|2026-01-01T00:00:00|2026-01-01T03:10:00\n"
+            "1235|CANCELLED by 5001|0:15|2026-01-01T03:11:00|2026-01-01T03:12:00\n"
+            "1236|TIMEOUT|0:0|2026-01-01T00:00:00|2026-01-01T04:00:00\n"
+            "1237|OUT_OF_MEMORY|137:0|Unknown|Unknown\n"
+        )
+        parsed = parse_sacct(text)
+        assert parsed["1234"][:2] == ("COMPLETED", 0)
+        assert parsed["1235"][:2] == ("CANCELLED", 0)
+        assert parsed["1236"][0] == "TIMEOUT" and parsed["1237"][:2] == ("OUT_OF_MEMORY", 137)

@@ -16,4 +16,17 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 # applies to every package of a pip command, so nemo-gym is installed alone, without its
 # dependency tree; the modules rlgate imports need only what the [gym] extra installed above.
 "${PIP[@]}" install -q -c ci/constraints.txt --no-deps --ignore-requires-python nemo-gym==0.7.0
+# pytest's JUnit schema (junit-10.xsd) ships in pytest's sdist, not its wheel: the report tests
+# validate merged JUnit against it. Fetched from PyPI at install time, never committed.
+XSD_DIR="$VENV/share/rlgate"
+if [ ! -f "$XSD_DIR/junit-10.xsd" ]; then
+  PYTEST_VERSION=$("$VENV/bin/python" -c 'import pytest; print(pytest.__version__)')
+  XSD_TMP=$(mktemp -d)
+  "${PIP[@]}" download -q --no-deps --no-binary :all: "pytest==$PYTEST_VERSION" -d "$XSD_TMP"
+  tar -xzf "$XSD_TMP/pytest-$PYTEST_VERSION.tar.gz" -C "$XSD_TMP" \
+    "pytest-$PYTEST_VERSION/testing/example_scripts/junit-10.xsd"
+  mkdir -p "$XSD_DIR"
+  mv "$XSD_TMP/pytest-$PYTEST_VERSION/testing/example_scripts/junit-10.xsd" "$XSD_DIR/"
+  rm -rf "$XSD_TMP"
+fi
 "$VENV/bin/rlgate" versions

@@ -30,25 +30,35 @@ def _check_not_input(path: Path, inputs: Iterable[str | os.PathLike[str]]) -> No
             )
 
 
+def write_bytes_atomic(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+) -> Path:
+    """Write ``data`` to ``path`` atomically, refusing to overwrite any of ``inputs``."""
+    out = Path(path)
+    _check_not_input(out, inputs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
+
+
 def write_text_atomic(
     path: str | os.PathLike[str],
     text: str,
     *,
     inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> Path:
-    """Write ``text`` to ``path`` atomically, refusing to overwrite any of ``inputs``."""
-    out = Path(path)
-    _check_not_input(out, inputs)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return out
+    """Write ``text`` (UTF-8) to ``path`` atomically, refusing to overwrite any of ``inputs``."""
+    return write_bytes_atomic(path, text.encode("utf-8"), inputs=inputs)
 
 
 def write_json_atomic(

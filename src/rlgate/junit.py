@@ -40,6 +40,7 @@ def gate_record(record_property: Callable[[str, object], None]) -> Callable[...,
     return record
 
 
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes the file in its own sessionfinish
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Add the tested versions as suite properties of ``--junitxml`` output."""
     from _pytest.junitxml import xml_key

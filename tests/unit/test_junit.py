@@ -18,3 +18,25 @@ class TestFormatValue:
     )
     def test_format_value_is_fixed_precision(self, value, text):
         assert format_value(value) == text
+
+
+class TestSuiteProperties:
+    def test_junitxml_carries_the_tested_versions(self, tmp_path):
+        """Regression: the properties used to be added after junitxml had written the file."""
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        from junitparser import JUnitXml
+
+        repo = Path(__file__).resolve().parents[2]
+        out = tmp_path / "j.xml"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "tests/unit/test_io.py", f"--junitxml={out}"],
+            cwd=repo, capture_output=True, text=True,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        suite = next(iter(JUnitXml.fromfile(str(out))))
+        props = {p.name: p.value for p in suite.properties()}
+        assert props.get("rlgate.version.vllm") and props.get("rlgate.version.nemo-gym")

@@ -1,0 +1,115 @@
+"""`rlgate report --demo`: the bundled demo end to end (functional tier for real, DEMO inputs).
+
+Regression story: the README's main command used to be `rlgate demo --out demo-report`, a
+command that did not exist. The demo is now `rlgate report --demo`, and these tests run it.
+"""
+
+import json
+
+import pytest
+from demo_build import FUNCTIONAL_SUBSET, demo_with_functional, demo_without_functional
+from demo_build import tokenizer_root as demo_tokenizers
+
+from rlgate._errors import RlgateError
+from rlgate.demo import BUNDLED_INSTANCES, DEMO_RECIPE, INPUTS, run_demo, write_demo_swe
+from rlgate.report import BlockerKind, CaseStatus, ReleaseTier, Verdict, prepare_out_dir
+from rlgate.swebench import load_universe
+
+
+class TestDemoWithoutTokenizers:
+    def test_demo_without_tokenizers_is_incomplete_never_go(self):
+        result = demo_without_functional()
+        report = result.report
+        assert report.verdict is Verdict.INCOMPLETE
+        (blocker,) = report.blockers
+        assert (blocker.kind, blocker.tier) == (BlockerKind.NOT_RUN, ReleaseTier.FUNCTIONAL)
+        assert "pass --tokenizers DIR or set RLGATE_TOKENIZERS" in result.functional
+        assert result.functional in report.notes
+        ran = {t.tier for t in report.tiers if t.ran}
+        assert ran == {ReleaseTier.CONVERGENCE, ReleaseTier.PERF, ReleaseTier.SWE_GATE}
+
+    def test_demo_labels_title_sentence_plots_and_pages_demo(self):
+        result = demo_without_functional()
+        report, files = result.report, result.files
+        assert report.title.startswith("DEMO")
+        assert report.story.startswith("DEMO (generated inputs, not a release result): ")
+        assert len(report.figures) == 5
+        assert all(f.title.startswith("DEMO") for f in report.figures)
+        assert "DEMO — generated demo runs and demo SWE results" in files["html"].read_text()
+        assert "> **DEMO — generated demo runs" in files["markdown"].read_text()
+        assert json.loads(files["json"].read_text())["demo"] is True
+
+    def test_demo_gates_generated_runs_and_swe_with_the_real_libraries(self):
+        report = demo_without_functional().report
+        (_, run), swe = report.runs[0], report.swe
+        assert run.recipe == DEMO_RECIPE and run.passed and len(run.checks) >= 30
+        assert swe is not None and swe[1].verdict == "improved"
+        assert swe[1].dataset["n_instances"] == 500
+        assert report.recipe is not None and report.recipe.model == "Qwen/Qwen3.5-35B-A3B"
+        assert report.time is not None and report.time.steps == 50
+
+    def test_demo_rerun_in_its_own_directory_replaces_its_inputs(self):
+        first = demo_without_functional()
+        out = first.files["html"].parent
+        stale = out / INPUTS / "stale.txt"
+        stale.write_text("from an earlier demo")
+        again = run_demo(out, tokenizers=None)
+        assert not stale.exists()
+        assert again.report.story == first.report.story
+        assert again.report.verdict is first.report.verdict
+
+    def test_demo_refuses_a_foreign_non_empty_directory(self, tmp_path):
+        (tmp_path / "notes.txt").write_text("mine")
+        with pytest.raises(RlgateError, match="not empty and was not created by rlgate"):
+            run_demo(tmp_path, tokenizers=None)
+        assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+    def test_demo_never_replaces_a_demo_inputs_folder_it_did_not_write(self, tmp_path):
+        out = prepare_out_dir(tmp_path / "out")
+        (out / INPUTS).mkdir()
+        (out / INPUTS / "data.csv").write_text("user data")
+        with pytest.raises(RlgateError, match="was not written by rlgate's demo"):
+            run_demo(out, tokenizers=None)
+        assert (out / INPUTS / "data.csv").read_text() == "user data"
+
+
+class TestDemoWithFunctionalTier:
+    def test_demo_runs_the_functional_tier_for_real_and_is_go(self, request):
+        result = demo_with_functional(demo_tokenizers(request.config))
+        report = result.report
+        assert result.functional.startswith("functional tier ran for real: pytest exit 0")
+        functional = next(t for t in report.tiers if t.tier is ReleaseTier.FUNCTIONAL)
+        assert functional.ran and functional.count(CaseStatus.PASSED) >= 5
+        assert all(c.source.endswith(f"{INPUTS}/functional.xml") for c in functional.cases)
+        assert report.verdict is Verdict.GO, report.blockers
+        assert "with key training health metrics verified" in report.story
+
+    def test_demo_functional_subset_is_what_the_test_asked_for(self, request):
+        report = demo_with_functional(demo_tokenizers(request.config)).report
+        names = {
+            c.name.split("[")[0] for c in report.junit.cases if c.tier is ReleaseTier.FUNCTIONAL
+        }
+        assert names == {FUNCTIONAL_SUBSET[1]}
+
+
+class TestDemoSwe:
+    def test_demo_swe_results_are_deterministic_and_realistic(self, tmp_path):
+        ids = list(load_universe(BUNDLED_INSTANCES).ids)
+        first = write_demo_swe(tmp_path / "a", ids, seed=5)
+        second = write_demo_swe(tmp_path / "b", ids, seed=5)
+        for x, y in zip([*first[0], *first[1]], [*second[0], *second[1]], strict=True):
+            assert x.read_text() == y.read_text()
+        rates = {
+            arm: [
+                sum(e["resolved"] for e in json.loads(p.read_text()).values()) / len(ids)
+                for p in paths
+            ]
+            for arm, paths in zip(("before", "after"), first, strict=True)
+        }
+        assert all(0.3 < r < 0.55 for r in rates["before"] + rates["after"])
+        assert min(rates["after"]) > max(rates["before"])
+
+    def test_bundled_instance_list_is_the_verified_universe(self):
+        universe = load_universe(BUNDLED_INSTANCES)
+        assert universe.n == 500
+        assert sum(r == "django/django" for r in universe.repos.values()) == 231

@@ -27,6 +27,8 @@ def run_tiers(tmp_path: Path, *args: str) -> dict[str, TestCase]:
         "pytest",
         "tests/convergence",
         "tests/perf",
+        # The rollout-path benchmarks need no run; they are tested on their own.
+        "--ignore=tests/perf/test_rollout_path.py",
         "-p",
         "no:cacheprovider",
         "-q",

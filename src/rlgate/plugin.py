@@ -21,7 +21,8 @@ TIER_MARKERS: dict[str, str] = {
     "functional": "tier 1: templates x tool/reasoning parsers x NeMo Gym conversions x recipes "
     "with real vLLM parsers and tokenizers (CPU, seconds)",
     "convergence": "tier 2: health bounds on a NeMo RL run (--run-dir, --recipe)",
-    "perf": "tier 3: step time / tokens per second against a baseline (--run-dir, --baseline)",
+    "perf": "tier 3: step time / tokens per second against a baseline run (--run-dir, "
+    "--baseline); without a run, the rollout path's CPU cost per turn against a stored baseline",
     "swe_gate": "tier 4: SWE-bench Verified before/after gate (--swe-before, --swe-after)",
 }
 RESOURCE_MARKERS: dict[str, str] = {

@@ -16,6 +16,8 @@ PURE = [
     "recipes", "schema", "findings", "templates", "parsers", "gym", "serving", "contiguity",
     "compat", "metrics", "_tfrecord", "checks", "gate", "convergence", "perf", "rollouts",
     "checkplan", "stats", "swebench", "_swe_formats", "swe_compare", "swe_report",
+    "_report_verdict", "_report_inputs", "_report_story", "plots", "budget", "manifest",
+    "rollout_bench", "rollout_trajectory", "rollout_parsing", "rollout_gate", "rollout_report",
 ]  # fmt: skip
 EFFECTS = {"subprocess", "docker", "ray", "nemo_rl"}
 

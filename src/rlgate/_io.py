@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from rlgate._errors import RlgateError
 
 SCHEMA_VERSION = 1
@@ -72,3 +74,27 @@ def write_json_atomic(
     return write_text_atomic(
         path, json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n", inputs=inputs
     )
+
+
+def read_yaml(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    error: type[RlgateError] = RlgateError,
+    hint: str | None = None,
+) -> Any:
+    """Parse a YAML file the user gave, with one kind of error for missing and invalid files.
+
+    Args:
+        path: the file.
+        what: what the file is, for messages ("nightly list", "site config").
+        error: the ``RlgateError`` subclass to raise.
+        hint: what to do, attached to the error.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise error(f"{what} not found: {file}", hint=hint)
+    try:
+        return yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise error(f"{file}: not valid YAML: {exc}", hint=hint) from exc

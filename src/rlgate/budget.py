@@ -34,10 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rlgate._errors import RecipeError
+from rlgate._io import read_yaml
 from rlgate.recipes import get_path, load_recipe
 
 __all__ = [
@@ -129,12 +129,7 @@ def load_nightly(path: str | os.PathLike[str]) -> NightlyList:
         RecipeError: unreadable, not YAML, unknown or missing keys, bad values.
     """
     file = Path(path)
-    if not file.is_file():
-        raise RecipeError(f"nightly list not found: {file}")
-    try:
-        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise RecipeError(f"{file}: not valid YAML: {exc}") from exc
+    raw = read_yaml(file, what="nightly list", error=RecipeError)
     if not isinstance(raw, dict):
         raise RecipeError(f"{file}: a nightly list is a mapping with cap_gpu_hours and runs")
     try:

@@ -47,6 +47,7 @@ __all__ = [
     "LoopResult",
     "Scenario",
     "Turn",
+    "assistant_reply",
     "model_output",
     "replay",
     "splice_prefix",
@@ -397,6 +398,24 @@ def splice_prefix(
     return None
 
 
+def assistant_reply(turn: int, parsed: Any) -> dict[str, Any]:
+    """The chat message vLLM's server returns for a parsed generation (call ids by turn)."""
+    return {
+        "role": "assistant",
+        "content": parsed.content,
+        "reasoning": parsed.reasoning,
+        "tool_calls": [
+            {
+                "id": f"call_{turn}_{i}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.raw_arguments},
+            }
+            for i, c in enumerate(parsed.calls)
+        ]
+        or None,
+    }
+
+
 def _tool_result(call: Call, index: int) -> str:
     return f"[{call.name} #{index}]\nREADME.md\nsetup.py\nsrc/"
 
@@ -428,20 +447,7 @@ def replay(ctx: LoopContext, scenario: Scenario) -> LoopResult:
             text[: -len(eos)] if eos and text.endswith(eos) else text, ctx.tools, gen_ids
         )
         problems += [f"turn {k + 1}: {p}" for p in _check_parse(turn, parsed, ctx.thinking)]
-        reply = {
-            "role": "assistant",
-            "content": parsed.content,
-            "reasoning": parsed.reasoning,
-            "tool_calls": [
-                {
-                    "id": f"call_{k}_{i}",
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.raw_arguments},
-                }
-                for i, c in enumerate(parsed.calls)
-            ]
-            or None,
-        }
+        reply = assistant_reply(k, parsed)
         results = [
             {"role": "tool", "tool_call_id": f"call_{k}_{i}", "content": _tool_result(c, i)}
             for i, c in enumerate(parsed.calls)

@@ -25,9 +25,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rlgate._errors import RecipeError
+from rlgate._io import read_yaml
 
 __all__ = [
     "GymChatPath",
@@ -114,7 +113,7 @@ def _load_config_path(rel: str) -> dict[str, Any]:
             f"env.nemo_gym.config_paths entry {rel!r} is not a file of nemo-gym "
             f"(looked in {gym_package_root()})"
         )
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = read_yaml(path, what="Gym config", error=RecipeError) or {}
     if not isinstance(data, dict):
         raise RecipeError(f"Gym config {rel} is not a mapping")
     return data

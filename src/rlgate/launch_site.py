@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rlgate._errors import LaunchError
+from rlgate._io import read_yaml
 
 __all__ = ["RaySite", "SiteConfig", "SlurmSite", "load_site_config"]
 
@@ -65,13 +65,9 @@ def load_site_config(path: str | os.PathLike[str] | None) -> SiteConfig:
     if path is None:
         return SiteConfig()
     file = Path(path)
-    if not file.is_file():
-        raise LaunchError(f"site config not found: {file}", hint="see ci/site.example.yaml")
+    raw = read_yaml(file, what="site config", error=LaunchError, hint="see ci/site.example.yaml")
     try:
-        raw = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
-        return SiteConfig.model_validate(raw)
-    except yaml.YAMLError as exc:
-        raise LaunchError(f"{file}: not valid YAML: {exc}") from exc
+        return SiteConfig.model_validate(raw or {})
     except ValidationError as exc:
         raise LaunchError(
             f"{file}: invalid site config: {exc}", hint="see ci/site.example.yaml"

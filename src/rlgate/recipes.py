@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rlgate._errors import RecipeError
+from rlgate._io import read_yaml
 
 __all__ = [
     "GATE_KEY",
@@ -96,12 +96,7 @@ def _register_resolvers() -> None:
 
 
 def _load_yaml(path: Path) -> DictConfig:
-    if not path.is_file():
-        raise RecipeError(f"config file not found: {path}")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise RecipeError(f"{path}: not valid YAML: {exc}") from exc
+    raw = read_yaml(path, what="config file", error=RecipeError)
     if not isinstance(raw, dict):
         raise RecipeError(f"{path}: a NeMo RL config must be a mapping, got {type(raw).__name__}")
     try:
@@ -248,10 +243,7 @@ TIERS = ("functional", "convergence", "perf", "swe_gate")
 
 def recipe_tiers(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """The tiers a recipe file declares in ``rlgate.tiers`` (read without loading its chain)."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise RecipeError(f"{path}: not valid YAML: {exc}") from exc
+    raw = read_yaml(path, what="recipe", error=RecipeError) or {}
     gate = raw.get(GATE_KEY) if isinstance(raw, dict) else None
     tiers = gate.get("tiers") if isinstance(gate, dict) else None
     if tiers is None:

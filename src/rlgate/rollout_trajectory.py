@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from rlgate._errors import RecipeError, RlgateError
-from rlgate.contiguity import Call, LoopContext, Turn, model_output, vllm_conversation
+from rlgate.contiguity import (
+    Call,
+    LoopContext,
+    Turn,
+    assistant_reply,
+    model_output,
+    vllm_conversation,
+)
 from rlgate.gym import GymServer, gym_servers
 from rlgate.recipes import Recipe, get_path
 from rlgate.templates import ThinkingMode, render
@@ -324,22 +331,6 @@ def fit_text(text: str, limit: int, encode: Any) -> str:
     return text
 
 
-def _reply(k: int, parsed: Any) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": parsed.content,
-        "reasoning": parsed.reasoning,
-        "tool_calls": [
-            {
-                "id": f"call_{k}_{i}",
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.raw_arguments},
-            }
-            for i, c in enumerate(parsed.calls)
-        ],
-    }
-
-
 def _opening(ctx: LoopContext, source: SweSource) -> tuple[tuple[dict[str, Any], ...], int]:
     """The first prompt's messages (system prompt, task) and its token count."""
     opening = (
@@ -398,7 +389,7 @@ def build_trajectory(ctx: LoopContext, spec: TrajectorySpec, source: SweSource) 
         added = len(ids) + len(ctx.encode(suffixer.suffix(tool_messages)))
         carry += budget - added
         sizes.append(sizes[-1] + added)
-        calls.append(ModelCall(text, tuple(ids), _reply(k, parsed), tool_messages))
+        calls.append(ModelCall(text, tuple(ids), assistant_reply(k, parsed), tool_messages))
     log.debug("%s: %d turns built, %d source steps skipped", spec.recipe, len(calls), skipped)
     return Trajectory(
         spec, opening, source.tools, tuple(calls), tuple(sizes[:-1]), sizes[-1], skipped

@@ -17,10 +17,15 @@ from typing import Any
 from junitparser import Error, Failure, JUnitXml, Properties, Property, TestCase, TestSuite
 
 from rlgate.junit import PROPERTY_PREFIX, format_value
-from rlgate.swe_compare import ArmSummary, CriterionStatus, SweComparison
+from rlgate.swe_compare import ArmSummary, CriterionResult, CriterionStatus, SweComparison
 from rlgate.swebench import INFRA_OUTCOMES, Outcome
 
-__all__ = ["build_swe_junit", "comparison_to_dict", "render_swe_summary"]
+__all__ = [
+    "build_swe_junit",
+    "comparison_to_dict",
+    "criterion_properties",
+    "render_swe_summary",
+]
 
 CRITERIA_SUITE = "rlgate.swe_gate"
 INSTANCE_SUITE = "rlgate.swe_gate.instances"
@@ -146,22 +151,26 @@ def _props(case: TestCase, **facts: Any) -> None:
     case.append(props)
 
 
+def criterion_properties(c: SweComparison, result: CriterionResult) -> dict[str, Any]:
+    """The facts recorded with one gate criterion (JUnit properties, CLI and pytest tier)."""
+    return {
+        "criterion": result.criterion.value,
+        "value": result.value,
+        "bound": result.bound,
+        "verdict": c.verdict.value,
+        "delta_pp": c.delta_pp,
+        "ci95_low_pp": c.ci95_pp[0],
+        "ci95_high_pp": c.ci95_pp[1],
+        "test": c.test,
+    }
+
+
 def _criteria_suite(c: SweComparison) -> TestSuite:
     suite = TestSuite(CRITERIA_SUITE)
     cases = []
     for result in c.criteria:
         case = TestCase(result.criterion.value, classname=CRITERIA_SUITE)
-        _props(
-            case,
-            criterion=result.criterion.value,
-            value=result.value,
-            bound=result.bound,
-            verdict=c.verdict.value,
-            delta_pp=c.delta_pp,
-            ci95_low_pp=c.ci95_pp[0],
-            ci95_high_pp=c.ci95_pp[1],
-            test=c.test,
-        )
+        _props(case, **criterion_properties(c, result))
         if result.status is CriterionStatus.FAIL:
             case.result = [Failure(result.message)]
         elif result.status is CriterionStatus.ERROR:

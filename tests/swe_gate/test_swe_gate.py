@@ -16,6 +16,7 @@ three options every test is skipped and says which option is missing.
 import pytest
 
 from rlgate.swe_compare import Criterion, CriterionStatus, GateOptions, compare_arms
+from rlgate.swe_report import criterion_properties
 from rlgate.swebench import load_arm, load_universe
 
 REQUIRED = (
@@ -57,16 +58,7 @@ def swe_comparison(request, record_testsuite_property):
 def criterion(request, swe_comparison, gate_record):
     """One criterion's result; an input/infra problem errors here, in setup."""
     result = swe_comparison.criterion(request.param)
-    gate_record(
-        criterion=result.criterion.value,
-        value=result.value,
-        bound=result.bound,
-        verdict=swe_comparison.verdict.value,
-        delta_pp=swe_comparison.delta_pp,
-        ci95_low_pp=swe_comparison.ci95_pp[0],
-        ci95_high_pp=swe_comparison.ci95_pp[1],
-        test=swe_comparison.test,
-    )
+    gate_record(**criterion_properties(swe_comparison, result))
     if result.status is CriterionStatus.ERROR:
         pytest.fail(f"{result.criterion.value}: {result.message}", pytrace=False)
     return result

@@ -28,6 +28,7 @@ class ExitCode(IntEnum):
     FAIL = 1  # a gate or check did not hold (regression, incompatibility)
     USAGE = 2  # bad arguments, unreadable or invalid input
     INFRA = 3  # the environment failed (no Docker daemon, cluster, harness crash)
+    INTERNAL = 70  # a bug in rlgate itself (sysexits' EX_SOFTWARE); never a gate verdict
 
 
 class RlgateError(Exception):

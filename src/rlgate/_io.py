@@ -76,6 +76,77 @@ def write_json_atomic(
     )
 
 
+# A NeMo RL config expands to a few thousand nodes; a YAML alias bomb ("billion laughs")
+# is a few hundred bytes that expand to billions. Aliases are fine below this budget.
+MAX_YAML_NODES = 200_000
+
+
+class _BudgetLoader(yaml.SafeLoader):
+    """``SafeLoader`` that refuses a document whose alias-expanded size exceeds a budget."""
+
+    def compose_document(self) -> yaml.Node | None:  # type: ignore[override]
+        node = super().compose_document()
+        if node is not None and _expanded_size(node, MAX_YAML_NODES) > MAX_YAML_NODES:
+            raise yaml.YAMLError(
+                f"the document expands to more than {MAX_YAML_NODES:,} nodes through its "
+                "aliases (&anchor/*alias); refusing it as an alias bomb"
+            )
+        return node
+
+
+def _expanded_size(root: yaml.Node, budget: int) -> int:
+    """Node count with every alias expanded, computed over distinct nodes (memoised)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in sizes)
+            continue
+        sizes[id(node)] = min(budget + 1, 1 + sum(sizes.get(id(c), 0) for c in children))
+    return sizes[id(root)]
+
+
+def read_text(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    error: type[RlgateError] = RlgateError,
+    hint: str | None = None,
+    errors: str = "strict",
+) -> str:
+    """Read a text file the user gave: a missing, unreadable or non-UTF-8 file is ``error``.
+
+    Args:
+        path: the file.
+        what: what the file is, for messages ("nightly list", "site config").
+        error: the ``RlgateError`` subclass to raise.
+        hint: what to do, attached to the error.
+        errors: ``"strict"`` (default: refuse bytes that are not UTF-8) or ``"replace"``
+            for logs, where a crashed writer may leave a torn multi-byte character.
+    """
+    file = Path(path)
+    if not file.is_file():
+        kind = "a directory, not a file" if file.is_dir() else "not found"
+        raise error(f"{what} {kind}: {file}", hint=hint)
+    try:
+        return file.read_bytes().decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{file}: {what} is not UTF-8 text (byte {exc.start}: {exc.reason})", hint=hint
+        ) from exc
+    except OSError as exc:
+        raise error(f"cannot read {what} {file}: {exc.strerror or exc}", hint=hint) from exc
+
+
 def read_yaml(
     path: str | os.PathLike[str],
     *,
@@ -85,6 +156,8 @@ def read_yaml(
 ) -> Any:
     """Parse a YAML file the user gave, with one kind of error for missing and invalid files.
 
+    The loader is safe (no ``!!python`` tags) and refuses alias bombs (``MAX_YAML_NODES``).
+
     Args:
         path: the file.
         what: what the file is, for messages ("nightly list", "site config").
@@ -92,9 +165,30 @@ def read_yaml(
         hint: what to do, attached to the error.
     """
     file = Path(path)
-    if not file.is_file():
-        raise error(f"{what} not found: {file}", hint=hint)
+    text = read_text(file, what=what, error=error, hint=hint)
     try:
-        return yaml.safe_load(file.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise error(f"{file}: not valid YAML: {exc}", hint=hint) from exc
+        return yaml.load(text, Loader=_BudgetLoader)
+    except (yaml.YAMLError, RecursionError) as exc:
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise error(f"{file}: not valid YAML: {detail}", hint=hint) from exc
+
+
+def read_json(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    error: type[RlgateError] = RlgateError,
+    hint: str | None = None,
+) -> Any:
+    """Parse a JSON file the user gave; missing, non-UTF-8 or invalid JSON is ``error``.
+
+    ``NaN``/``Infinity`` literals are accepted (Python writers emit them); callers that
+    need finite numbers check them.
+    """
+    file = Path(path)
+    text = read_text(file, what=what, error=error, hint=hint)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise error(f"{file}: {what} is not valid JSON: {detail}", hint=hint) from exc

@@ -1,6 +1,7 @@
 """The ``rlgate`` command line: parse arguments, call library functions, map errors to exit codes.
 
-Exit codes: 0 pass, 1 a gate/check failed, 2 usage or invalid input, 3 infrastructure.
+Exit codes: 0 pass, 1 a gate/check failed, 2 usage or invalid input, 3 infrastructure,
+70 an internal error (a bug in rlgate), 130 interrupted.
 Exceptions become messages in exactly one place (:func:`_handle_errors`).
 """
 
@@ -8,12 +9,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import sys
+import traceback
 from collections.abc import Iterator, Sequence
+from typing import TextIO
 
 from rlgate import _cli_report, _cli_runs, _cli_swe
 from rlgate._errors import ExitCode, RlgateError
+from rlgate._text import printable
 from rlgate.versions import format_versions, tested_versions
 
 
@@ -24,14 +29,66 @@ class _Exit(Exception):
 
 @contextlib.contextmanager
 def _handle_errors() -> Iterator[None]:
+    """The one place where exceptions become a message on stderr and an exit code.
+
+    * ``RlgateError``: the user's input or environment; its own exit code (2 or 3).
+    * ``OSError`` (a path that is a directory, unwritable, vanished): exit 2, naming the path.
+    * anything else is a bug in rlgate: exit 70 (``ExitCode.INTERNAL``), never 1 (which
+      means "a gate failed"), with how to report it; ``RLGATE_DEBUG=1`` shows the traceback.
+    """
     try:
         yield
     except RlgateError as exc:
-        print(f"rlgate: error: {exc}", file=sys.stderr)
+        print(f"rlgate: error: {printable(exc)}", file=sys.stderr)
         raise _Exit(int(exc.exit_code)) from exc
     except KeyboardInterrupt:
         print("rlgate: interrupted", file=sys.stderr)
         raise _Exit(130) from None
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        print(
+            f"rlgate: error: cannot access{printable(where)}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        raise _Exit(int(ExitCode.USAGE)) from exc
+    except Exception as exc:
+        if os.environ.get("RLGATE_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"rlgate: internal error (a bug in rlgate, not a gate verdict): "
+            f"{type(exc).__name__}: {printable(exc)}\n"
+            "  please report it with the command line and the output of the same command "
+            "run with RLGATE_DEBUG=1",
+            file=sys.stderr,
+        )
+        raise _Exit(int(ExitCode.INTERNAL)) from exc
+
+
+class _Printable(io.TextIOBase):
+    """A text stream that shows control characters visibly (see ``rlgate._text``)."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+
+@contextlib.contextmanager
+def _printable_streams() -> Iterator[None]:
+    """Everything the CLI prints goes through ``printable``: no input can drive the terminal."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Printable(saved[0]), _Printable(saved[1])  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = saved
 
 
 # --- rlgate versions ---------------------------------------------------------
@@ -148,8 +205,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "command", None) != "run":
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         args.pytest_args = [*unknown, *args.pytest_args]
+    # `rlgate run` hands the terminal to pytest (colours); every other command's output is
+    # made printable, so no untrusted name or message reaches the terminal raw.
+    guard = contextlib.nullcontext() if args.command == "run" else _printable_streams()
     try:
-        with _handle_errors():
+        with guard, _handle_errors():
             return int(args.func(args))
     except _Exit as stop:
         return stop.code

@@ -1,0 +1,62 @@
+r"""Make untrusted strings safe to print and to render (terminal, Markdown, HTML).
+
+Everything rlgate shows a person may come from an untrusted input: recipe and
+file names, JUnit names and messages, JSON fields written elsewhere. Three rules:
+
+* **terminal**: no control character reaches a terminal raw. C0/C1 controls
+  (ESC, CR, BEL, ...; newline and tab excepted) and Unicode line/paragraph and
+  bidi-override characters are shown as visible ``\x1b`` / ``\u202e`` escapes,
+  so a crafted name can neither erase a line nor recolour one;
+* **Markdown**: untrusted text is escaped so it renders as the same literal text
+  (no link, image, emphasis, heading, table cell break or raw HTML), or put in a
+  code span whose fence is longer than any backtick run it holds;
+* **one line**: a value that must stay on one line (a shell comment, a table
+  cell) has its line breaks made visible too.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["md_code", "md_text", "one_line", "printable"]
+
+# C0 controls except \t and \n, DEL, C1 controls, and the Unicode characters that
+# move or reorder text on a terminal (line/paragraph separators, bidi controls).
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+_LINE_BREAK = re.compile("[\n\r\u2028\u2029\x0b\x0c\x85]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: object) -> str:
+    """``text`` with every control character except newline and tab made visible."""
+    return _CONTROL.sub(_escape, str(text))
+
+
+def one_line(text: object) -> str:
+    """``printable(text)`` with line breaks made visible as well: it cannot end a line."""
+    return _CONTROL.sub(_escape, _LINE_BREAK.sub(_escape, str(text)))
+
+
+# Every character CommonMark treats as punctuation can be backslash-escaped; escaping
+# all of them (plus '|' for tables) leaves no construct for untrusted text to open.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~=\"'&:;$%@^/])")
+
+
+def md_text(text: object) -> str:
+    """Escape ``text`` for Markdown: it renders literally, on one line, with no live markup."""
+    return _MD_SPECIAL.sub(r"\\\1", one_line(text))
+
+
+def md_code(text: object) -> str:
+    """``text`` as a Markdown code span that no backtick inside it can close early."""
+    body = one_line(text)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") or not body.strip() else ""
+    return f"{fence}{pad}{body}{pad}{fence}"

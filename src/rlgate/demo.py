@@ -39,6 +39,7 @@ import numpy as np
 
 from rlgate._errors import RlgateError
 from rlgate._io import write_json_atomic, write_text_atomic
+from rlgate.swebench import VERIFIED_IDS_FILE
 
 if TYPE_CHECKING:
     from rlgate.report import ReleaseReport
@@ -48,7 +49,7 @@ __all__ = ["DemoResult", "find_swe_dataset", "run_demo", "write_demo_swe"]
 logger = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]
-BUNDLED_INSTANCES = Path(__file__).with_name("data") / "demo" / "swe_verified_instances.json"
+BUNDLED_INSTANCES = VERIFIED_IDS_FILE
 INPUTS = "demo-inputs"
 INPUTS_MARKER = ".rlgate-demo-inputs"
 # The corpus recipe, named in NeMo RL's convention (its stem is the run's recipe id).

@@ -101,6 +101,7 @@ def comparison_to_dict(comparison: SweComparison) -> dict[str, Any]:
         "dataset": {
             "source": u.source,
             "n_instances": u.n,
+            "instance_set": u.instance_set.value,
             "file_sha256": u.file_sha256,
             "ids_sha256": u.ids_sha256,
             "labels_sha256": u.labels_sha256,

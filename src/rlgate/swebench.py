@@ -48,9 +48,11 @@ from rlgate._errors import InfraError, SweError
 
 __all__ = [
     "INFRA_OUTCOMES",
+    "VERIFIED_IDS_SHA256",
     "DatasetUniverse",
     "InputFormat",
     "InstanceOutcome",
+    "InstanceSet",
     "Outcome",
     "SweArm",
     "SweRun",
@@ -96,6 +98,37 @@ class InstanceOutcome:
     reason: str | None = None
 
 
+class InstanceSet(Enum):
+    """Which instance set a universe is: only the full Verified set may be called Verified."""
+
+    VERIFIED = "swe-bench-verified"  # exactly the 500 ids of SWE-bench Verified
+    VERIFIED_SUBSET = "verified-subset"  # a proper subset of those ids
+    UNKNOWN = "unknown"  # any other set (other benchmark, hand-made, ids outside Verified)
+
+
+#: sha256 of the 500 SWE-bench Verified instance ids, sorted and joined by newlines
+#: (``DatasetUniverse.ids_sha256`` of the v5 Verified parquet; the ids ship as package data
+#: ``data/swe_verified_instances.json``, provenance in ``data/README.md``).
+VERIFIED_IDS_SHA256 = "fad0fdea4fc2315e9b78cdf80882a32e32393297052e502e0e63c79ad648fb85"
+VERIFIED_IDS_FILE = Path(__file__).with_name("data") / "swe_verified_instances.json"
+
+
+def verified_ids() -> frozenset[str]:
+    """The 500 SWE-bench Verified instance ids (bundled package data)."""
+    rows = json.loads(VERIFIED_IDS_FILE.read_text(encoding="utf-8"))
+    return frozenset(row["instance_id"] for row in rows)
+
+
+def classify_instance_set(ids: Iterable[str]) -> InstanceSet:
+    """Name the instance set ``ids`` is: full Verified, a subset of it, or unknown."""
+    ordered = sorted(set(ids))
+    if hashlib.sha256("\n".join(ordered).encode()).hexdigest() == VERIFIED_IDS_SHA256:
+        return InstanceSet.VERIFIED
+    if ordered and set(ordered) < verified_ids():
+        return InstanceSet.VERIFIED_SUBSET
+    return InstanceSet.UNKNOWN
+
+
 @dataclass(frozen=True, slots=True)
 class DatasetUniverse:
     """The instance set every run is scored against, pinned by content hashes."""
@@ -112,6 +145,13 @@ class DatasetUniverse:
     def n(self) -> int:
         """Number of instances (the denominator)."""
         return len(self.ids)
+
+    @property
+    def instance_set(self) -> InstanceSet:
+        """Which set this is (full Verified, a subset of it, or unknown)."""
+        if self.ids_sha256 == VERIFIED_IDS_SHA256:
+            return InstanceSet.VERIFIED
+        return classify_instance_set(self.ids)
 
 
 @dataclass(frozen=True, slots=True)

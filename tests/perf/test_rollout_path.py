@@ -12,9 +12,12 @@ rollouts, sized by the recipe, goes through it (``rlgate.rollout_bench``).
 * ``test_trajectory_fills_the_recipe_context``: the replayed trajectory is sized by the
   recipe (a sizing bug would make every number meaningless).
 * ``test_rollout_metric_within_baseline[<recipe>-<metric>]``: one gate per metric against
-  ``benchmarks/rollout_baselines/<environment key>.json`` (folder overridable with
-  ``RLGATE_ROLLOUT_BASELINES``), tolerance from the baseline's measured noise. Without a
-  baseline for this environment the gate is skipped, naming the key and how to record one.
+  ``$RLGATE_ROLLOUT_BASELINES/<environment key>.json`` (e.g. the stored
+  ``benchmarks/rollout_baselines``), tolerance from the baseline's measured noise. It is a
+  CPU-time comparison, so it runs only where it is asked for (a dedicated perf runner sets
+  ``RLGATE_ROLLOUT_BASELINES``); elsewhere, and without a baseline for this environment, the
+  gate is skipped with the reason and how to record one. The default suite holds no timed
+  assertion.
 
 A recipe whose tokenizer cannot load offline is skipped with the reason (decided at
 collection); a recipe or tokenizer that fails to load is an error of its tests.
@@ -60,8 +63,10 @@ from rlgate.rollout_parsing import ParseRun
 from rlgate.serving import serving_setup
 
 REPO = Path(__file__).resolve().parents[2]
-BASELINE_DIR = Path(
-    os.environ.get("RLGATE_ROLLOUT_BASELINES", REPO / "benchmarks" / "rollout_baselines")
+BASELINE_ENV = "RLGATE_ROLLOUT_BASELINES"
+OPT_IN_HINT = (
+    f"the CPU-time gate runs on a dedicated perf runner: set {BASELINE_ENV}="
+    "benchmarks/rollout_baselines (or a folder of your own baselines)"
 )
 RECORD_HINT = "record one with: python benchmarks/bench_rollout_path.py --record"
 _load = functools.cache(load_recipe)  # collection loads each recipe once
@@ -98,8 +103,12 @@ class GateCase:
 
 
 def _gate_params(config: pytest.Config, recipes: list[Any]) -> list[Any]:
+    folder = os.environ.get(BASELINE_ENV)
+    if not folder:
+        mark = pytest.mark.skip(reason=OPT_IN_HINT)
+        return [pytest.param(GateCase(Path(), "", ()), id="not_requested", marks=mark)]
     env = environment()
-    path = BASELINE_DIR / f"{environment_key(env)}.json"
+    path = Path(folder) / f"{environment_key(env)}.json"
     try:
         baseline = load_baseline(path) if path.is_file() else None
         if baseline is not None:

@@ -185,6 +185,7 @@ def _criteria_suite(c: SweComparison) -> TestSuite:
     suite.add_property(f"{PROPERTY_PREFIX}dataset", u.source)
     suite.add_property(f"{PROPERTY_PREFIX}dataset.sha256", u.file_sha256 or u.ids_sha256)
     suite.add_property(f"{PROPERTY_PREFIX}n_instances", str(u.n))
+    suite.add_property(f"{PROPERTY_PREFIX}instance_set", u.instance_set.value)
     return suite
 
 

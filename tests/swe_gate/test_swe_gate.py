@@ -51,6 +51,7 @@ def swe_comparison(request, record_testsuite_property):
     record_testsuite_property(
         "rlgate.swe.dataset_sha256", universe.file_sha256 or universe.ids_sha256
     )
+    record_testsuite_property("rlgate.swe.instance_set", universe.instance_set.value)
     return comparison
 
 

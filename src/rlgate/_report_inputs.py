@@ -72,6 +72,8 @@ MAX_XML_DEPTH = 32
 VERDICT = f"{PROPERTY_PREFIX}verdict"
 CHECK_VERDICTS = ("pass", "fail", "error")
 SWE_VERDICTS = ("improved", "regressed", "no_significant_change", "inconclusive")
+# numbers a swe_gate criterion records that the report reads (rlgate.swe_report)
+SWE_NUMBERS = tuple(f"{PROPERTY_PREFIX}{k}" for k in ("delta_pp", "ci95_low_pp", "ci95_high_pp"))
 
 
 class ReleaseTier(Enum):
@@ -299,13 +301,17 @@ def _check_case(path: Path, case: TestCase, tier: ReleaseTier, informational: st
     where = f"{path}: testcase {case.name or ''!r}"
     seconds = case._elem.get("time")
     if seconds is not None:
-        try:
-            value = float(seconds)
-        except ValueError:
-            value = math.nan
-        if not (math.isfinite(value) and value >= 0):
+        if not (_finite(seconds) and float(seconds) >= 0):
             raise RlgateError(f"{where}: time={seconds!r} is not a number of seconds >= 0")
-    verdict = next((v for k, v in _case_properties(case) if k == VERDICT), None)
+    props = _case_properties(case)
+    if tier is ReleaseTier.SWE_GATE and not informational:
+        for key, raw in props:
+            if key in SWE_NUMBERS and not _finite(raw):
+                raise RlgateError(
+                    f"{where}: property {key} = {raw!r} is not a finite number",
+                    hint="regenerate the JUnit with the rlgate command or tier that wrote it",
+                )
+    verdict = next((v for k, v in props if k == VERDICT), None)
     if verdict is None or informational or tier not in VERDICT_TIERS:
         return
     allowed = SWE_VERDICTS if tier is ReleaseTier.SWE_GATE else CHECK_VERDICTS
@@ -315,6 +321,13 @@ def _check_case(path: Path, case: TestCase, tier: ReleaseTier, informational: st
             f"(expected one of {', '.join(allowed)})",
             hint="regenerate the JUnit with the rlgate command or tier that wrote it",
         )
+
+
+def _finite(raw: str) -> bool:
+    try:
+        return math.isfinite(float(raw))
+    except ValueError:
+        return False
 
 
 def _informational(classname: str, props: tuple[tuple[str, str], ...]) -> str:

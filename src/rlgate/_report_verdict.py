@@ -150,12 +150,12 @@ class SweEvidence:
 
     def universe(self) -> str:
         """``SWE-bench Verified`` / ``a 100-instance subset of SWE-bench Verified`` / ..."""
-        size = f"{self.n}-instance " if self.n else ""
         if self.instance_set is InstanceSet.VERIFIED:
             return "SWE-bench Verified"
         if self.instance_set is InstanceSet.VERIFIED_SUBSET:
+            size = f"{self.n}-instance " if self.n else ""
             return f"a {size}subset of SWE-bench Verified"
-        return f"an unrecognised {size}instance set"
+        return f"an unrecognised {self.n}-instance set" if self.n else "an unrecognised set"
 
 
 def _decided(

@@ -151,7 +151,10 @@ def _metrics(path: str | os.PathLike[str] | None, what: str, notes: list[str]):
     if path is None:
         return None
     if not (Path(path).is_dir() or Path(path).is_file()):  # a FIFO or device never ends
-        notes.append(f"{what} {path} not found here: its plots and training time are omitted")
+        notes.append(
+            f"{what} {path} is not a run here (missing, or not a file or directory): its "
+            "plots and training time are omitted"
+        )
         return None
     return load_run(path)  # MetricsError (exit 2) on a corrupt run
 

@@ -70,7 +70,9 @@ MAX_JSON_BYTES = 64 * 2**20
 MAX_XML_DEPTH = 32
 
 VERDICT = f"{PROPERTY_PREFIX}verdict"
-CHECK_VERDICTS = ("pass", "fail", "error")
+# a check's verdict (rlgate.checks.Status; the rollout-path CPU-time gate's
+# rlgate.rollout_gate.Verdict adds "improved": faster than its baseline, a pass)
+CHECK_VERDICTS = ("pass", "improved", "fail", "error")
 SWE_VERDICTS = ("improved", "regressed", "no_significant_change", "inconclusive")
 # numbers a swe_gate criterion records that the report reads (rlgate.swe_report)
 SWE_NUMBERS = tuple(f"{PROPERTY_PREFIX}{k}" for k in ("delta_pp", "ci95_low_pp", "ci95_high_pp"))
@@ -437,8 +439,8 @@ class RunDoc(_Doc):
     """``rlgate check-run --json`` (rlgate.checkplan.GateReport.to_dict)."""
 
     schema_version: int
-    recipe: str
-    run: str
+    recipe: Annotated[str, Field(min_length=1)]
+    run: Annotated[str, Field(min_length=1)]
     passed: bool
     checks: tuple[CheckDoc, ...] = Field(strict=False)
     skipped: tuple[SkipDoc, ...] = Field(default=(), strict=False)

@@ -256,7 +256,9 @@ def build_report(
         inputs=tuple((str(p), sha256_path(Path(p))) for p in listed),
         figures=tuple(figures),
         notes=(*notes, *omitted),
-        protected=tuple(str(p) for p in [*given, *(doc.run for _, doc in run_docs)]),
+        protected=tuple(
+            str(p) for p in [*given, *(doc.run for _, doc in run_docs if Path(doc.run).exists())]
+        ),
     )
 
 

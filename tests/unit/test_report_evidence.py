@@ -241,6 +241,21 @@ def _written(tmp_path, report):
     return write_report(report, prepare_out_dir(tmp_path / "written"))
 
 
+def _one_check(tmp_path, name, classname, verdict):
+    """A JUnit of one passed testcase recording ``rlgate.verdict`` (junitparser writes it)."""
+    case = TestCase(name, classname=classname)
+    props = Properties()
+    props.add_property(Property("rlgate.verdict", verdict))
+    case.append(props)
+    suite = TestSuite("one check")
+    suite.add_testcase(case)
+    xml = JUnitXml()
+    xml.add_testsuite(suite)
+    path = tmp_path / f"{verdict}.xml"
+    xml.write(str(path))
+    return path
+
+
 class TestTierRunsOnlyOnGateChecks:
     def _nightly(self, *extra):
         """Every tier's JUnit of a nightly without --baseline: no perf check evaluated."""
@@ -267,6 +282,19 @@ class TestTierRunsOnlyOnGateChecks:
             in md
         )
 
+    @pytest.mark.parametrize("verdict", ["pass", "improved"])
+    def test_the_rollout_path_gate_is_a_perf_gate_check(self, tmp_path, verdict):
+        """What tests/perf/test_rollout_path.py's gate records (rlgate.rollout_gate.Verdict)."""
+        path = _one_check(
+            tmp_path,
+            "test_rollout_metric_within_baseline[recipe-prompt.full_us_per_token]",
+            "tests.perf.test_rollout_path",
+            verdict,
+        )
+        report = self._nightly(ri.perf_benchmarks_only(), path)
+        assert report.verdict is Verdict.GO, report.blockers
+        assert next(t for t in report.tiers if t.tier is ReleaseTier.PERF).ran
+
     def test_the_plugin_marks_benchmarks_informational_in_junit(self):
         suite = next(iter(JUnitXml.fromfile(str(ri.perf_benchmarks_only()))))
         props = {}
@@ -292,16 +320,7 @@ class TestTierRunsOnlyOnGateChecks:
         assert perf.ran and sum(bool(c.informational) for c in perf.cases) == 2
 
     def test_a_check_that_passed_with_a_failing_verdict_is_no_go(self, tmp_path):
-        case = TestCase("perf:timing/train/total_step_time", classname="rlgate.perf.demo")
-        props = Properties()
-        props.add_property(Property("rlgate.verdict", "fail"))
-        case.append(props)
-        suite = TestSuite("edited")
-        suite.add_testcase(case)
-        xml = JUnitXml()
-        xml.add_testsuite(suite)
-        path = tmp_path / "edited.xml"
-        xml.write(str(path))
+        path = _one_check(tmp_path, "perf:timing/train/total_step_time", "rlgate.perf.demo", "fail")
         full = ri.full_set()
         report = build_report(
             [*full["junit"], path], runs=full["runs"], swe=full["swe"], draw_plots=False

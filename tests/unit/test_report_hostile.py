@@ -273,6 +273,8 @@ RUN_CASES = [
     ("target_step_negative", lambda p: p.write_text(
         json.dumps({**json.loads(_run_text()), "target_step": -5})),
      "target_step: Input should be greater"),
+    ("run_empty", lambda p: p.write_text(json.dumps({**json.loads(_run_text()), "run": ""})),
+     "run: String should have at least 1 character"),
     ("passed_as_string", lambda p: p.write_text(
         json.dumps({**json.loads(_run_text()), "passed": "yes"})),
      "passed: Input should be a valid boolean"),

@@ -351,7 +351,7 @@ def load_junit(paths: Sequence[str | os.PathLike[str]]) -> JunitEvidence:
         root = _parse_root(path)
         digest = sha256_path(path)
         for suite in _suites(root, path):
-            out = TestSuite(suite.name or path.stem)
+            out = TestSuite(suite.name or printable(path.stem))
             for attr in ("timestamp", "hostname"):
                 if suite._elem.get(attr):
                     out._elem.set(attr, suite._elem.get(attr))

@@ -243,8 +243,8 @@ def _md_sections(report: ReleaseReport) -> list[str]:
     lines += _table(head, (_tier_row(t) for t in report.tiers))
     if report.figures:
         lines += ["## Plots", ""]
-        for fig in report.figures:  # the image path is rlgate's own, never an input's
-            lines += [f"![{_md(fig.title)}](plots/{fig.key}.png)", "", f"*{_md(fig.caption)}*", ""]
+        for fig in report.figures:  # rlgate's own titles, captions and image paths
+            lines += [f"![{fig.title}](plots/{fig.key}.png)", "", f"*{fig.caption}*", ""]
     lines += ['## <a id="swe"></a>SWE-bench', ""]
     lines += [f"- {line}" for line in _swe_summary(report, _md)] + [""]
     if report.swe is not None:
@@ -276,7 +276,8 @@ def _md_tail(report: ReleaseReport) -> list[str]:
     ]
     lines += _table(["kind", "tier", "testcase", "reason"], rows) if rows else ["None.", ""]
     lines += ["## Versions tested", ""]
-    lines += _table(["package", "version"], report.versions.environment)
+    installed = [[_Md(k), _Md(v)] for k, v in report.versions.environment]  # this machine's
+    lines += _table(["package", "version"], installed)
     lines += [f"- {line}" for line in _version_lines(report, _md, md_code)]
     lines += ["", "## Recipe", ""]
     facts = _recipe_facts(report)

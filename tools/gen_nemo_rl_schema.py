@@ -584,8 +584,8 @@ RANGES: dict[str, dict[str, Any]] = {
 class LibIndex(Index):
     """Classes of installed or unpacked third-party packages, parsed lazily on demand."""
 
-    def __init__(self, roots: Sequence[Path], label: str) -> None:
-        self.roots, self.label, self.missing = list(roots), label, set()
+    def __init__(self, roots: Sequence[Path]) -> None:
+        self.roots, self.missing = list(roots), set()
         self.paths, self.classes, self.aliases, self.imports = {}, {}, {}, {}
         self.by_name, self.subclasses = {}, {}
 
@@ -594,9 +594,9 @@ class LibIndex(Index):
             return
         for root in self.roots:
             base = root.joinpath(*mod.split("."))
-            for path, dotted in ((base.with_suffix(".py"), mod), (base / "__init__.py", mod)):
+            candidates = ((base.with_suffix(".py"), mod), (base / "__init__.py", f"{mod}.__init__"))
+            for path, dotted in candidates:
                 if path.is_file():
-                    dotted = f"{mod}.__init__" if path.name == "__init__.py" else dotted
                     self._parse(path, dotted, str(path.relative_to(root)))
                     return
         self.missing.add(mod)
@@ -707,7 +707,7 @@ def library_keys(
         if spec.dist not in roots or prefix not in wanted:
             continue
         root, version = roots[spec.dist]
-        index = LibIndex([root, *all_roots], spec.dist)
+        index = LibIndex([root, *all_roots])
         ref = index.resolve(spec.module, spec.cls)
         if not isinstance(ref, tuple):
             raise SystemExit(f"error: {spec.module}.{spec.cls} not found in {spec.dist} {version}")

@@ -283,7 +283,10 @@ class TestCollectAndFinalize:
         ]
         result = harness.finalize_eval(opts, run.root, "org/model", [attempt])
         record = json.loads(result.record.read_text())
-        assert record["final_report"] == str(run.root / "org__model.rl_s0.json")
+        # paths in the record are relative to the run directory (read from anywhere)
+        assert result.final_report == run.root / "org__model.rl_s0.json"
+        assert record["final_report"] == "org__model.rl_s0.json"
+        assert record["attempts"][0]["report"] == "reports/attempt1/org__model.rl_s0.json"
         assert record["remaining_infra"][0]["tier"] == "environment"
         (loaded,) = load_runs(run.root, load_universe(si.DATASET))
         assert loaded.outcomes["psf__requests-2317"].outcome is Outcome.PATCH_FAILED

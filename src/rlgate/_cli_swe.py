@@ -105,12 +105,42 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(func=_cmd_swe_eval)
 
 
+def _check_outputs(outputs: list[Path | None], inputs: list[str]) -> None:
+    """Refuse, before any work, outputs that would overwrite an input or each other.
+
+    An output may not be an input, nor lie inside an input directory (a run directory or
+    log directory: its record and reports are inputs too), nor be another output.
+    """
+    wanted = [o for o in outputs if o is not None]
+    targets = [o.resolve() for o in wanted]
+    if len(set(targets)) != len(targets):
+        raise RlgateError(
+            f"--json and --junit name the same file ({wanted[0]}); one would overwrite the other"
+        )
+    for out, target in zip(wanted, targets, strict=True):
+        for item in inputs:
+            source = Path(item)
+            if target == source.resolve():
+                why = "it is one of the inputs"
+            elif source.is_dir() and target.is_relative_to(source.resolve()):
+                why = f"it lies inside the input directory {item}"
+            else:
+                continue
+            raise RlgateError(
+                f"refusing to write {out}: {why}",
+                hint="choose an output path outside the inputs; rlgate never overwrites "
+                "what you gave it",
+            )
+
+
 def _cmd_swe_compare(args: argparse.Namespace) -> int:
     from rlgate._io import write_json_atomic, write_text_atomic
     from rlgate.swe_compare import GateOptions, Verdict, compare_arms
     from rlgate.swe_report import build_swe_junit, comparison_to_dict, render_swe_summary
     from rlgate.swebench import load_arm, load_universe
 
+    inputs = [*args.before, *args.after, args.dataset]
+    _check_outputs([args.json, args.junit], inputs)
     options = GateOptions(
         alpha=args.alpha,
         margin_pp=args.margin_pp,
@@ -122,7 +152,6 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
     before = load_arm("before", args.before, universe)
     after = load_arm("after", args.after, universe)
     comparison = compare_arms(before, after, universe, options)
-    inputs = [*args.before, *args.after, args.dataset]
     if args.json:
         write_json_atomic(args.json, comparison_to_dict(comparison), inputs=inputs)
     if args.junit:

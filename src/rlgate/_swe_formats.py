@@ -232,7 +232,7 @@ def final_report_lists(path: Path | str, doc: Any) -> dict[str, set[str]]:
                 f"{path}: contradictory report: {_examples(stray)} in {key} but in neither "
                 "unresolved_ids nor error_ids (swebench classifies only failed instances)"
             )
-    reasons = doc.get("failure_reasons", {})
+    reasons = doc.get("failure_reasons") or {}
     if not isinstance(reasons, dict) or not all(isinstance(v, str) for v in reasons.values()):
         raise SweError(
             f"{path}: failure_reasons must map instance ids to reason strings, got {reasons!r:.100}"
@@ -243,7 +243,7 @@ def final_report_lists(path: Path | str, doc: Any) -> dict[str, set[str]]:
 def _final_report(path: Path, doc: Any, universe: DatasetUniverse) -> SweRun:
     lists = final_report_lists(path, doc)
     logs = _sibling_logs(path, universe)
-    reasons: dict[str, str] = doc.get("failure_reasons", {})
+    reasons: dict[str, str] = doc.get("failure_reasons") or {}
     found: dict[str, InstanceOutcome] = {}
     for key, outcome in (
         ("unresolved_ids", Outcome.UNRESOLVED),
@@ -572,6 +572,8 @@ def read_path(p: Path, universe: DatasetUniverse) -> list[SweRun]:
         return [_final_report(report, _read_json(report), universe)]
     if p.is_dir():
         return [_log_dir(p, universe)]
+    if not p.is_file():  # a FIFO or device would block or never end
+        raise SweError(f"{p}: not a regular file or directory")
     if p.suffix == ".jsonl":
         return _rollouts(p, universe)
     doc = _read_json(p)
@@ -579,9 +581,9 @@ def read_path(p: Path, universe: DatasetUniverse) -> list[SweRun]:
         return [_final_report(p, doc, universe)]
     if (
         isinstance(doc, dict)
-        and doc
-        and all(isinstance(v, dict) and "resolved" in v for v in doc.values())
-    ):
+        and all(isinstance(v, dict) for v in doc.values())
+        and any("resolved" in v for v in doc.values())
+    ):  # an entry without "resolved" is named by _classify_entry
         return [_instance_map(p, doc, universe)]
     shape = f"keys {sorted(doc)[:8]}" if isinstance(doc, dict) else type(doc).__name__
     raise SweError(

@@ -268,6 +268,8 @@ def parse_json(text: str, where: str, *, line: bool = False) -> Any:
             f"{where}: not valid JSON {at}: {exc.msg}",
             hint="the file looks truncated or corrupt (a torn last line?); regenerate it",
         ) from None
+    except ValueError as exc:  # an integer literal longer than Python converts (4,300 digits)
+        raise SweError(f"{where}: not valid JSON: {exc}") from None
     except RecursionError:
         raise SweError(f"{where}: not valid JSON: nested too deeply") from None
 
@@ -341,6 +343,14 @@ def check_split(split: str) -> str:
     return split
 
 
+def _looks_local(source: str) -> bool:
+    """A --dataset that can only be a local path (a hub name is ``org/name``)."""
+    return source.startswith(("/", "./", "../", "~")) or source.endswith(_DATASET_SUFFIXES)
+
+
+_DATASET_SUFFIXES = (".parquet", ".json", ".jsonl")
+
+
 def _dataset_rows(source: str, split: str) -> tuple[list[Any], Path | None]:
     check_split(split)
     path = Path(source).expanduser()
@@ -358,6 +368,9 @@ def _dataset_rows(source: str, split: str) -> tuple[list[Any], Path | None]:
             raise SweError(f"{path}: no {split}.parquet or {split}/ (save_to_disk) inside")
     if path.is_file():
         return _dataset_file(path), path
+    if path.exists() or _looks_local(source):
+        kind = "not a file or directory" if path.exists() else "no such file or directory"
+        raise SweError(f"dataset {source}: {kind}")
     try:
         import datasets
 

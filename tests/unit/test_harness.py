@@ -302,6 +302,33 @@ class TestCollectAndFinalize:
             harness.collect_attempt(opts, tmp_path, "org/m", 1, argv=["python"], returncode=1)
         assert "Error while fetching server API version" in str(info.value)
 
+    @pytest.mark.parametrize(
+        ("content", "match"),
+        [
+            pytest.param(b"\x00\xff", r"unusable report: .*is not UTF-8", id="binary"),
+            pytest.param(b"[]", r"unusable report: .*is a JSON object, got list", id="a_list"),
+            pytest.param(
+                json.dumps(
+                    {k: [] for k in ("completed_ids", "submitted_ids", "unresolved_ids",
+                                     "empty_patch_ids")}
+                    | {"resolved_ids": ["a__b-1"], "error_ids": ["a__b-1"]}
+                ).encode(),
+                r"unusable report: .*a__b-1 listed in both resolved_ids and error_ids",
+                id="contradictory",
+            ),
+        ],
+    )  # fmt: skip
+    def test_collect_attempt_with_an_unusable_report_is_infra(
+        self, preds, tmp_path, content, match
+    ):
+        """The harness wrote it, so a bad report is an infrastructure fault (exit 3)."""
+        report = tmp_path / "reports/attempt1/org__m.r.json"
+        report.parent.mkdir(parents=True)
+        report.write_bytes(content)
+        opts = harness.HarnessOptions(predictions=preds, run_id="r")
+        with pytest.raises(InfraError, match=match):
+            harness.collect_attempt(opts, tmp_path, "org/m", 1, argv=["python"], returncode=0)
+
     def test_finalize_records_what_the_retry_reran(self, tmp_path):
         ids = ["django__django-11099", "sympy__sympy-20590", "psf__requests-2317"]
         kinds = [si.RESOLVED, si.DOCKER_ERROR, si.HARNESS_ERROR]

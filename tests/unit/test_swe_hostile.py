@@ -11,6 +11,7 @@ traceback, an internal error (70) or a silent change of an outcome.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -660,3 +661,55 @@ def test_mutation_corpus_is_valid_before_mutation(corpus, capsys):
         )
         assert code in (0, 1), (after, err)
         assert "SWE gate verdict" in out
+
+
+# --- odd paths and outputs ----------------------------------------------------------------------
+
+
+def test_swe_compare_refuses_a_fifo_instead_of_reading_it_forever(tmp_path, capsys, tiny):
+    fifo = tmp_path / "r.jsonl"
+    os.mkfifo(fifo)
+    code, _, err = compare(capsys, tiny[1], fifo, tiny[0])
+    assert_one_error(code, err, 2, r"r\.jsonl: not a regular file or directory")
+
+
+def test_a_missing_local_dataset_is_a_usage_error_not_a_hub_lookup(tmp_path, capsys, tiny):
+    code, _, err = compare(capsys, tiny[1], tiny[1], tmp_path / "nope.parquet")
+    assert_one_error(code, err, 2, r"dataset .*nope\.parquet: no such file or directory")
+
+
+def test_swe_compare_refuses_json_and_junit_on_the_same_file(tmp_path, capsys, tiny):
+    out = str(tmp_path / "out")
+    code, _, err = compare(capsys, tiny[1], tiny[1], tiny[0], "--json", out, "--junit", out)
+    assert_one_error(code, err, 2, r"--json and --junit name the same file")
+    assert not (tmp_path / "out").exists()
+
+
+def test_swe_compare_refuses_an_integer_literal_python_cannot_convert(tmp_path, capsys, tiny):
+    report = tmp_path / "r.json"
+    report.write_text(
+        json.dumps(final_report())[:-1] + ', "resolved_instances": ' + "9" * 5000 + "}"
+    )
+    code, _, err = compare(capsys, tiny[1], report, tiny[0])
+    assert_one_error(code, err, 2, r"r\.json: not valid JSON: Exceeds the limit")
+
+
+def test_an_instance_map_entry_without_resolved_is_named(tmp_path, capsys, tiny):
+    (tmp_path / "m.json").write_text(
+        json.dumps({IDS[0]: {"resolved": True}, IDS[1]: {"resolve": False}})
+    )
+    code, _, err = compare(capsys, tiny[1], tmp_path / "m.json", tiny[0])
+    assert_one_error(code, err, 2, r"m\.json: entry for alpha__one-2 needs a boolean 'resolved'")
+
+
+def test_swe_compare_refuses_an_output_inside_an_input_run_dir(tmp_path, capsys, tiny, run_dir):
+    record = (run_dir / "rlgate_swe_eval.json").read_bytes()
+    out = run_dir / "rlgate_swe_eval.json"
+    code, _, err = compare(capsys, tiny[1], run_dir, tiny[0], "--junit", str(out))
+    assert_one_error(
+        code,
+        err,
+        2,
+        r"refusing to write .*rlgate_swe_eval\.json: it lies inside the input directory",
+    )
+    assert out.read_bytes() == record

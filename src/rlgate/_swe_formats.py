@@ -28,6 +28,7 @@ from rlgate.swebench import (
     _as_tests,
     _examples,
     _read_json,
+    is_plain_text,
     parse_json,
 )
 
@@ -254,8 +255,9 @@ def _final_report(path: Path, doc: Any, universe: DatasetUniverse) -> SweRun:
         for iid in lists[key]:
             found[iid] = InstanceOutcome(iid, outcome, reasons.get(iid))
     for iid in lists["error_ids"]:
-        if logs and logs.outcomes[iid].outcome is Outcome.PATCH_FAILED:
-            found[iid] = logs.outcomes[iid]
+        logged = logs.outcomes.get(iid) if logs else None  # None: not in the dataset
+        if logged and logged.outcome is Outcome.PATCH_FAILED:
+            found[iid] = logged
     for iid in lists["infra_failure_ids"]:
         found[iid] = InstanceOutcome(iid, Outcome.INFRA, reasons.get(iid))
     scope = frozenset(set().union(*lists.values()))
@@ -540,6 +542,8 @@ def eval_record_report(run_dir: Path) -> Path:
     final = record.get("final_report") if isinstance(record, dict) else None
     if not isinstance(final, str) or not final.strip():
         raise SweError(f"{record_path}: no final_report recorded")
+    if not is_plain_text(final):
+        raise SweError(f"{record_path}: final_report {final!r:.200} is not a usable path")
     target = run_dir / final  # an absolute `final` replaces run_dir
     try:
         inside = target.resolve().is_relative_to(run_dir.resolve())

@@ -60,6 +60,7 @@ __all__ = [
     "Outcome",
     "SweArm",
     "SweRun",
+    "is_plain_text",
     "load_arm",
     "load_runs",
     "load_universe",
@@ -383,6 +384,21 @@ def _dataset_rows(source: str, split: str) -> tuple[list[Any], Path | None]:
         ) from exc
 
 
+def is_plain_text(value: str) -> bool:
+    """True for text with no control characters, line breaks or lone surrogates.
+
+    Such text prints on one line, fits in XML and encodes to UTF-8 (a JSON string may
+    hold an escaped lone surrogate, which no file name or hash input can).
+    """
+    if one_line(value) != value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_instance_id(value: Any, where: str, field: str = "instance_id") -> str:
     """``value`` if it can be an instance id (or repo name), else SweError naming ``where``.
 
@@ -393,7 +409,7 @@ def check_instance_id(value: Any, where: str, field: str = "instance_id") -> str
         raise SweError(
             f"{where}: {field} must be a string, got {type(value).__name__} {value!r:.80}"
         )
-    if not value.strip() or len(value) > MAX_ID_CHARS or one_line(value) != value:
+    if not value.strip() or len(value) > MAX_ID_CHARS or not is_plain_text(value):
         raise SweError(
             f"{where}: {field} {value!r:.120} is not a usable name (empty, longer than "
             f"{MAX_ID_CHARS} characters, or holding control characters or line breaks)"

@@ -103,6 +103,10 @@ DATASETS: dict[str, tuple[str | bytes, str]] = {
         '[{"instance_id": "a\\u001b[2J", "repo": "a/b"}]',
         r"instance_id .* is not a usable name",
     ),
+    "lone_surrogate_id": (
+        '[{"instance_id": "a\\udc80", "repo": "a/b"}]',
+        r"instance_id .* is not a usable name",
+    ),
     "empty_id": ('[{"instance_id": " ", "repo": "a/b"}]', r"is not a usable name"),
     "non_string_repo": ('[{"instance_id": "a__b-1", "repo": ["a"]}]', r"repo must be a string"),
     "duplicate_ids": (
@@ -436,6 +440,8 @@ RECORDS: dict[str, tuple[Callable[[Path], object], str]] = {
         r"relative to the run directory",
     ),
     "not_a_string": (lambda run: 5, r"rlgate_swe_eval\.json: no final_report recorded"),
+    "lone_surrogate": (lambda run: "m\udc80.json", r"final_report .* is not a usable path"),
+    "nul_byte": (lambda run: "m\x00.json", r"final_report .* is not a usable path"),
     "a_per_instance_map": (
         lambda run: _dump(run / "map.json", {IDS[0]: {"resolved": True}}).name,
         r"map\.json: swebench final report is missing",
@@ -713,3 +719,21 @@ def test_swe_compare_refuses_an_output_inside_an_input_run_dir(tmp_path, capsys,
         r"refusing to write .*rlgate_swe_eval\.json: it lies inside the input directory",
     )
     assert out.read_bytes() == record
+
+
+def test_an_error_id_outside_the_dataset_is_named_when_logs_sit_next_to_the_report(
+    tmp_path, capsys
+):
+    """The sibling logs are looked up per error id; an unknown id is an input error."""
+    ids = list(FOUR_IDS)
+    kinds = [si.RESOLVED, si.PATCH_FAILED, si.UNRESOLVED, si.RESOLVED]
+    run = si.write_harness_run(
+        tmp_path / "run", "r", dict(zip(ids, kinds, strict=True)), dataset_ids=ids
+    )
+    doc = json.loads(run.final_report.read_text())
+    doc["error_ids"].append("octo__repo-9")
+    doc["error_instances"] += 1
+    _dump(run.final_report, doc)
+    dataset = si.write_subset_dataset(tmp_path / "u.jsonl", ids)
+    code, _, err = compare(capsys, run.final_report, run.final_report, dataset)
+    assert_one_error(code, err, 2, r"1 instance id\(s\) are not in the dataset .*octo__repo-9")

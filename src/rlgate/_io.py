@@ -41,12 +41,22 @@ def write_bytes_atomic(
     """Write ``data`` to ``path`` atomically, refusing to overwrite any of ``inputs``."""
     out = Path(path)
     _check_not_input(out, inputs)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    if out.is_dir():
+        raise RlgateError(
+            f"cannot write {out}: it is a directory", hint="give a file path for this output"
+        )
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    except OSError as exc:
+        raise RlgateError(f"cannot write {out}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.replace(tmp, out)
+        os.replace(tmp, out)  # replaces a symlink at ``out`` itself, never its target
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise RlgateError(f"cannot write {out}: {exc.strerror or exc}") from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -47,11 +47,23 @@ from rlgate._swe_formats import (
     LOG_INSTANCE,
     LOG_REPORT,
     RUN_EVALUATION_LOG_DIR,
+    final_report_lists,
+)
+from rlgate._text import one_line
+from rlgate.swebench import (
+    MAX_INSTANCES,
+    check_instance_id,
+    check_split,
+    parse_json,
+    read_text_input,
 )
 
 logger = logging.getLogger(__name__)
 
 HARNESS_MODULE = "swebench.harness.run_evaluation"
+#: Bounds of ``--max-workers`` (harness worker threads) and ``--timeout`` (s, one week).
+MAX_WORKERS = 1024
+MAX_TIMEOUT_S = 7 * 24 * 3600
 DEFAULT_DATASET = "SWE-bench/SWE-bench_Verified"
 DEFAULT_DOCKER_SOCKET = "unix:///var/run/docker.sock"
 LOG_TEST_OUTPUT = "test_output.txt"
@@ -86,10 +98,20 @@ class HarnessOptions:
     modal: bool = False
 
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.run_id):
-            raise SweError(f"run id {self.run_id!r} must be [A-Za-z0-9._-] (it names directories)")
-        if self.max_workers < 1 or self.timeout < 1:
-            raise SweError("--max-workers and --timeout must be >= 1")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", self.run_id):
+            raise SweError(
+                f"run id {self.run_id!r:.140} must be 1-128 characters [A-Za-z0-9._-] "
+                "(it names directories)"
+            )
+        if not 1 <= self.max_workers <= MAX_WORKERS:
+            raise SweError(f"--max-workers must be in 1..{MAX_WORKERS}, got {self.max_workers}")
+        if not 1 <= self.timeout <= MAX_TIMEOUT_S:
+            raise SweError(f"--timeout must be in 1..{MAX_TIMEOUT_S} s, got {self.timeout}")
+        check_split(self.split)
+        if len(self.instance_ids) > MAX_INSTANCES:
+            raise SweError(f"more than {MAX_INSTANCES:,} --instance-ids")
+        for iid in self.instance_ids:
+            check_instance_id(iid, "--instance-ids")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,43 +153,54 @@ class EvalResult:
 
 def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
     """Read a predictions ``.jsonl``/``.json`` file keyed by instance id (one model only)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SweError(f"{path}: cannot read predictions: {exc}") from exc
-    try:
-        if path.suffix == ".jsonl":
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        else:
-            doc = json.loads(text)
-            rows = list(doc.values()) if isinstance(doc, dict) else doc
-    except json.JSONDecodeError as exc:
-        raise SweError(f"{path}: not valid JSON (line {exc.lineno}): {exc.msg}") from exc
+    text = read_text_input(path, "predictions file")
+    if path.suffix == ".jsonl":
+        rows: Any = [
+            parse_json(line, f"{path}:{n}", line=True)
+            for n, line in enumerate(text.splitlines(), 1)
+            if line.strip()
+        ]
+    else:
+        doc = parse_json(text, str(path)) if text.strip() else []
+        rows = list(doc.values()) if isinstance(doc, dict) else doc
     if not isinstance(rows, list) or not rows:
         raise SweError(f"{path}: no predictions")
     preds: dict[str, dict[str, Any]] = {}
     for n, row in enumerate(rows, 1):
         if not isinstance(row, dict) or not {"instance_id", "model_name_or_path"} <= set(row):
             raise SweError(f"{path}: prediction {n} needs instance_id and model_name_or_path")
+        iid = check_instance_id(row["instance_id"], f"{path}: prediction {n}")
+        if not isinstance(row["model_name_or_path"], str) or not row["model_name_or_path"]:
+            raise SweError(f"{path}: prediction {n} ({iid}): model_name_or_path must be a name")
         if "model_patch" not in row:
-            raise SweError(f"{path}: prediction {n} ({row['instance_id']}) has no model_patch")
-        if row["instance_id"] in preds:
-            raise SweError(f"{path}: duplicate prediction for {row['instance_id']}")
-        preds[row["instance_id"]] = row
-    models = {str(p["model_name_or_path"]) for p in preds.values()}
+            raise SweError(f"{path}: prediction {n} ({iid}) has no model_patch")
+        if not isinstance(row["model_patch"], str | None):
+            raise SweError(f"{path}: prediction {n} ({iid}): model_patch must be a string or null")
+        if iid in preds:
+            raise SweError(f"{path}: duplicate prediction for {iid}")
+        preds[iid] = row
+    models = {p["model_name_or_path"] for p in preds.values()}
     if len(models) != 1:
         raise SweError(f"{path}: one model per predictions file, found {sorted(models)}")
+    model = next(iter(models))
+    if one_line(model) != model or model in (".", "..") or model.startswith("/"):
+        # the harness names the log directory after it (with "/" -> "__")
+        raise SweError(f"{path}: model_name_or_path {model!r:.120} cannot name a directory")
     return preds
 
 
 def load_instances(dataset: str, split: str, ids: Sequence[str] | None = None) -> list[dict]:
     """Load full dataset rows (``image``, ``eval_script``…) for ``ids`` (all when None)."""
+    check_split(split)
     path = Path(dataset)
     parquet = path / f"{split}.parquet" if path.is_dir() else path
     if parquet.suffix == ".parquet" and parquet.is_file():
         import pyarrow.parquet as pq
 
-        rows = pq.read_table(parquet).to_pylist()
+        try:
+            rows = pq.read_table(parquet).to_pylist()
+        except Exception as exc:  # ArrowInvalid, OSError: an unreadable parquet
+            raise SweError(f"{parquet}: cannot read the dataset: {exc}") from exc
     else:
         from swebench.harness.utils import load_swebench_dataset
 
@@ -175,6 +208,10 @@ def load_instances(dataset: str, split: str, ids: Sequence[str] | None = None) -
             rows = load_swebench_dataset(dataset, split)
         except Exception as exc:  # hub/network/format: report which dataset failed
             raise InfraError(f"cannot load dataset {dataset!r}: {exc}") from exc
+    for n, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise SweError(f"dataset {dataset}: instance {n} is not an object")
+        check_instance_id(row.get("instance_id"), f"dataset {dataset}, instance {n}")
     if ids is None:
         return rows
     wanted = set(ids)
@@ -402,12 +439,13 @@ def collect_attempt(
             f"({report}); last lines of {log}:\n{tail}"
         )
     try:
-        doc = json.loads(report.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InfraError(f"{report}: the harness wrote an unreadable report: {exc}") from exc
+        doc = parse_json(read_text_input(report, "harness final report"), str(report))
+        lists = final_report_lists(report, doc)
+    except SweError as exc:  # the harness wrote it: an infrastructure fault, not user input
+        raise InfraError(f"the harness wrote an unusable report: {exc.message}") from exc
     model_dir = run_dir / RUN_EVALUATION_LOG_DIR / opts.run_id / model.replace("/", "__")
     infra = classify_failures(model_dir, doc)
-    errors = tuple(sorted(doc.get("error_ids", [])))
+    errors = tuple(sorted(lists["error_ids"]))
     return Attempt(number, tuple(argv), returncode, log, report, infra, errors)
 
 
@@ -444,18 +482,22 @@ def _write_record(
     def infra(a: Attempt) -> list[dict[str, str]]:
         return [{"instance_id": f.instance_id, "reason": f.reason, "tier": f.tier} for f in a.infra]
 
+    def rel(path: Path) -> str:
+        return str(path.relative_to(run_dir))
+
+    # paths are relative to the run directory, so the record stays true wherever it is read
     payload = {
         "run_id": opts.run_id,
         "model": model,
         "dataset": opts.dataset,
-        "final_report": str(final),
+        "final_report": rel(final),
         "attempts": [
             {
                 "attempt": a.number,
                 "argv": list(a.argv),
                 "returncode": a.returncode,
-                "log": str(a.log),
-                "report": str(a.report),
+                "log": rel(a.log),
+                "report": rel(a.report),
                 "infra": infra(a),
             }
             for a in attempts

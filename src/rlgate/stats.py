@@ -42,6 +42,7 @@ from scipy import stats as _sps
 
 __all__ = [
     "DEFAULT_NOISE_FRACTION",
+    "MAX_EXACT_N",
     "MdeResult",
     "MeanSE",
     "discordant_counts",
@@ -59,6 +60,9 @@ __all__ = [
 
 #: Share of single-seed discordance that is sampling noise (swebench.md section 3.3).
 DEFAULT_NOISE_FRACTION = 0.11 / 0.15
+
+#: Largest n of the exact one-seed power enumeration (SWE-bench has 2,294 instances).
+MAX_EXACT_N = 100_000
 
 # Resampling works on blocks of at most this many numbers (~32 MB of float64).
 _CHUNK_ELEMENTS = 4_000_000
@@ -200,17 +204,22 @@ def _check_design(n: int, discordance: float, alpha: float, power: float) -> Non
 
 
 def _critical_gains(n: int, alpha: float) -> NDArray[np.int64]:
-    """For D = 0..n discordant pairs, the smallest gain count c that rejects (c > b)."""
-    crit = np.empty(n + 1, dtype=np.int64)
-    for total in range(n + 1):
-        gains = np.arange(total // 2 + 1, total + 1)
-        if gains.size == 0:
-            crit[total] = total + 1
-            continue
-        p = np.minimum(1.0, 2.0 * _sps.binom.cdf(total - gains, total, 0.5))
-        hits = np.flatnonzero(p <= alpha)
-        crit[total] = gains[hits[0]] if hits.size else total + 1
-    return crit
+    """For D = 0..n discordant pairs, the smallest gain count c that rejects (c > b).
+
+    With ``k = D - c`` lost pairs the test rejects iff ``2 * cdf(k; D, 1/2) <= alpha``
+    (and ``c > k``); the cdf grows with ``k``, so the answer is ``D - k*`` for the largest
+    such ``k*``, found for every D at once from the binomial quantile (checked at its
+    neighbours, so rounding in ``ppf`` cannot move it). O(n), not O(n^2).
+    """
+    if n > MAX_EXACT_N:
+        raise ValueError(f"n must be <= {MAX_EXACT_N:,} for the exact enumeration, got {n:,}")
+    totals = np.arange(n + 1)
+    k0 = np.nan_to_num(_sps.binom.ppf(alpha / 2.0, totals, 0.5), nan=-1.0).astype(np.int64)
+    ks = k0[:, None] + np.array([-1, 0, 1])
+    rejects = (ks >= 0) & (2.0 * _sps.binom.cdf(ks, totals[:, None], 0.5) <= alpha)
+    k_star = np.max(np.where(rejects, ks, -1), axis=1)
+    crit = np.where(k_star >= 0, np.maximum(totals - k_star, totals // 2 + 1), totals + 1)
+    return crit.astype(np.int64)
 
 
 def _power_from_crit(n: int, discordance: float, delta: float, crit: NDArray[np.int64]) -> float:

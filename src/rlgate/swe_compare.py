@@ -42,6 +42,9 @@ from rlgate._errors import SweError
 from rlgate.swebench import DatasetUniverse, Outcome, SweArm, SweRun, _examples
 
 __all__ = [
+    "MAX_RESAMPLES",
+    "MAX_SEED",
+    "MIN_RESAMPLES",
     "ArmSummary",
     "Criterion",
     "CriterionResult",
@@ -53,6 +56,13 @@ __all__ = [
     "Verdict",
     "compare_arms",
 ]
+
+#: Bootstrap/permutation draws: the p-value resolution is 1/draws; the cost grows with
+#: instances x draws (500 x 100,000 takes seconds).
+MIN_RESAMPLES = 100
+MAX_RESAMPLES = 100_000
+#: Seeds of the resampling (numpy's 32-bit seed range).
+MAX_SEED = 2**32 - 1
 
 TEST_MCNEMAR = "exact_mcnemar"
 TEST_SIGN_FLIP = "paired_sign_flip_permutation"
@@ -117,8 +127,13 @@ class GateOptions:
             raise SweError(
                 f"max_infra_error_rate must be in [0, 1], got {self.max_infra_error_rate}"
             )
-        if self.n_resamples < 100:
-            raise SweError(f"n_resamples must be >= 100, got {self.n_resamples}")
+        if not MIN_RESAMPLES <= self.n_resamples <= MAX_RESAMPLES:
+            raise SweError(
+                f"n_resamples must be in {MIN_RESAMPLES:,}..{MAX_RESAMPLES:,}, "
+                f"got {self.n_resamples:,}"
+            )
+        if not 0 <= self.seed <= MAX_SEED:
+            raise SweError(f"seed must be in 0..{MAX_SEED:,}, got {self.seed}")
 
 
 @dataclass(frozen=True, slots=True)

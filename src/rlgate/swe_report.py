@@ -12,18 +12,21 @@ dashboards show which instances flipped (lost = ``<failure>``, any infra outcome
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from junitparser import Error, Failure, JUnitXml, Properties, Property, TestCase, TestSuite
 
+from rlgate._text import printable
 from rlgate.junit import PROPERTY_PREFIX, format_value
 from rlgate.swe_compare import ArmSummary, CriterionResult, CriterionStatus, SweComparison
-from rlgate.swebench import INFRA_OUTCOMES, Outcome
+from rlgate.swebench import INFRA_OUTCOMES, DatasetUniverse, InstanceSet, Outcome, verified_ids
 
 __all__ = [
     "build_swe_junit",
     "comparison_to_dict",
     "criterion_properties",
+    "instance_set_text",
     "render_swe_summary",
 ]
 
@@ -36,6 +39,30 @@ _LISTED = (
     Outcome.INFRA,
     Outcome.MISSING,
 )
+
+
+# XML 1.0 cannot hold lone surrogates (json.loads makes them from "\udc80") nor U+FFFE/FFFF;
+# printable() has already made the C0/C1 controls visible.
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(value: object) -> str:
+    """``value`` as text that XML can hold and a terminal shows as is (escapes made visible)."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group(0)):04x}", printable(value))
+
+
+def instance_set_text(universe: DatasetUniverse) -> str:
+    """Which instance set was compared, in words; only the full set is called SWE-bench Verified."""
+    ids = f"ids sha256 {universe.ids_sha256[:12]}"
+    which = universe.instance_set
+    if which is InstanceSet.VERIFIED:
+        return f"SWE-bench Verified, all {universe.n} instances ({ids})"
+    if which is InstanceSet.VERIFIED_SUBSET:
+        return (
+            f"a subset of Verified: {universe.n} of its {len(verified_ids())} instances, "
+            f"not the full benchmark ({ids})"
+        )
+    return f"an unknown instance set of {universe.n} instances, not a subset of Verified ({ids})"
 
 
 def _r(value: float, digits: int = 4) -> float:
@@ -148,7 +175,7 @@ def comparison_to_dict(comparison: SweComparison) -> dict[str, Any]:
 def _props(case: TestCase, **facts: Any) -> None:
     props = Properties()
     for key, value in facts.items():
-        props.add_property(Property(f"{PROPERTY_PREFIX}{key}", format_value(value)))
+        props.add_property(Property(f"{PROPERTY_PREFIX}{key}", _xml(format_value(value))))
     case.append(props)
 
 
@@ -173,19 +200,25 @@ def _criteria_suite(c: SweComparison) -> TestSuite:
         case = TestCase(result.criterion.value, classname=CRITERIA_SUITE)
         _props(case, **criterion_properties(c, result))
         if result.status is CriterionStatus.FAIL:
-            case.result = [Failure(result.message)]
+            case.result = [Failure(_xml(result.message))]
         elif result.status is CriterionStatus.ERROR:
-            case.result = [Error(result.message)]
+            case.result = [Error(_xml(result.message))]
         else:
-            case.system_out = result.message
+            case.system_out = _xml(result.message)
         cases.append(case)
     suite.add_testcases(cases)
     u = c.universe
-    suite.add_property(f"{PROPERTY_PREFIX}verdict", c.verdict.value)
-    suite.add_property(f"{PROPERTY_PREFIX}dataset", u.source)
-    suite.add_property(f"{PROPERTY_PREFIX}dataset.sha256", u.file_sha256 or u.ids_sha256)
-    suite.add_property(f"{PROPERTY_PREFIX}n_instances", str(u.n))
-    suite.add_property(f"{PROPERTY_PREFIX}instance_set", u.instance_set.value)
+    facts = {
+        "verdict": c.verdict.value,
+        "dataset": u.source,
+        "dataset.sha256": u.file_sha256 or u.ids_sha256,
+        "n_instances": u.n,
+        "instance_set": u.instance_set.value,
+        "instance_set.ids_sha256": u.ids_sha256,
+        "instance_set.text": instance_set_text(u),
+    }
+    for key, value in facts.items():
+        suite.add_property(f"{PROPERTY_PREFIX}{key}", _xml(format_value(value)))
     return suite
 
 
@@ -197,7 +230,7 @@ def _instance_suite(c: SweComparison) -> TestSuite:
         before, after = float(c.before.instance_mean[i]), float(c.after.instance_mean[i])
         b_out = [r.outcomes[iid] for r in c.before.runs]
         a_out = [r.outcomes[iid] for r in c.after.runs]
-        case = TestCase(iid, classname=f"{INSTANCE_SUITE}.{repo.replace('/', '__')}")
+        case = TestCase(_xml(iid), classname=_xml(f"{INSTANCE_SUITE}.{repo.replace('/', '__')}"))
         _props(
             case,
             repo=repo,
@@ -217,7 +250,7 @@ def _instance_suite(c: SweComparison) -> TestSuite:
             if o.outcome in INFRA_OUTCOMES
         ]
         if infra:
-            case.result = [Error("not a valid measurement: " + "; ".join(infra))]
+            case.result = [Error(_xml("not a valid measurement: " + "; ".join(infra)))]
         elif after < before:
             case.result = [Failure(f"lost: resolved {before:.2f} before, {after:.2f} after")]
         cases.append(case)
@@ -244,6 +277,7 @@ def render_swe_summary(comparison: SweComparison) -> str:
         f"SWE gate verdict: {c.verdict.value.upper()}",
         f"  delta = {c.delta_pp:+.2f} pp   95% CI [{c.ci95_pp[0]:+.2f}, {c.ci95_pp[1]:+.2f}] pp   "
         f"{c.test} p = {c.p_value:.3g}   lost {c.lost} / gained {c.gained}",
+        f"  instance set: {instance_set_text(u)}",
         f"  dataset {u.source}: {u.n} instances, sha256 {(u.file_sha256 or u.ids_sha256)[:12]}",
         "",
         f"  {'arm':<7}{'runs':>5}{'rate':>9}{'+/-SE':>8}{'empty':>7}{'nopatch':>8}"

@@ -35,7 +35,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -45,9 +46,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rlgate._errors import InfraError, SweError
+from rlgate._text import one_line
 
 __all__ = [
     "INFRA_OUTCOMES",
+    "MAX_INSTANCES",
+    "MAX_RUNS_PER_ARM",
     "VERIFIED_IDS_SHA256",
     "DatasetUniverse",
     "InputFormat",
@@ -56,12 +60,21 @@ __all__ = [
     "Outcome",
     "SweArm",
     "SweRun",
+    "is_plain_text",
     "load_arm",
     "load_runs",
     "load_universe",
 ]
 
 _EXAMPLES = 5
+
+#: Largest instance set rlgate compares (SWE-bench Verified has 500, SWE-bench 2,294):
+#: the bootstrap and permutation costs grow with instances x resamples.
+MAX_INSTANCES = 100_000
+#: Runs (seeds, Gym repeats) per arm: each holds one outcome per instance.
+MAX_RUNS_PER_ARM = 256
+#: Longest instance id or repository name accepted.
+MAX_ID_CHARS = 256
 
 
 class Outcome(Enum):
@@ -221,57 +234,126 @@ def _examples(ids: Iterable[str]) -> str:
     return ", ".join(items[:_EXAMPLES]) + more
 
 
-def _read_json(path: Path) -> Any:
+class _DuplicateKey(ValueError):
+    """A JSON object names the same key twice (``json`` would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in doc:
+            raise _DuplicateKey(key)
+        doc[key] = value
+    return doc
+
+
+def parse_json(text: str, where: str, *, line: bool = False) -> Any:
+    """Parse one JSON document of an SWE input; ``where`` names it (file, or file:line).
+
+    ``line`` says the text is one line of a JSONL file (its messages then give the
+    column only, and suggest a truncated last line).
+
+    A key repeated in one object is refused: ``json`` keeps the last value silently,
+    which in an ``{instance_id: ...}`` map or a final report changes an outcome.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SweError(f"{path}: cannot read: {exc}") from exc
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise SweError(
+            f"{where}: the key {exc.args[0]!r} appears twice in one JSON object",
+            hint="a merged or hand-edited file? each key (instance id, field) must appear once",
+        ) from None
+    except json.JSONDecodeError as exc:
+        at = f"column {exc.colno}" if line else f"at line {exc.lineno} column {exc.colno}"
+        raise SweError(
+            f"{where}: not valid JSON {at}: {exc.msg}",
+            hint="the file looks truncated or corrupt (a torn last line?); regenerate it",
+        ) from None
+    except ValueError as exc:  # an integer literal longer than Python converts (4,300 digits)
+        raise SweError(f"{where}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise SweError(f"{where}: not valid JSON: nested too deeply") from None
+
+
+def read_text_input(path: Path, what: str = "SWE-bench result") -> str:
+    """A user's SWE input file as text: strict UTF-8; missing, directory, unreadable -> SweError."""
+    from rlgate._io import read_text
+
+    return read_text(path, what=what, error=SweError)
+
+
+def _read_json(path: Path, what: str = "SWE-bench result") -> Any:
+    text = read_text_input(path, what)
     if not text.strip():
         raise SweError(f"{path}: file is empty (truncated write?)")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SweError(
-            f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-            hint="the file looks truncated or corrupt; regenerate it from the harness logs",
-        ) from exc
+    return parse_json(text, str(path))
 
 
-def _as_tests(value: Any) -> frozenset[str]:
-    """A FAIL_TO_PASS/PASS_TO_PASS field (a JSON string in the parquet, or a list)."""
+def _as_tests(value: Any, where: str) -> frozenset[str]:
+    """A FAIL_TO_PASS/PASS_TO_PASS field (a JSON string in the parquet, or a list of names)."""
     if isinstance(value, str):
-        try:
-            value = json.loads(value) if value else []
-        except json.JSONDecodeError as exc:
-            raise SweError(f"test list is not JSON: {value[:80]!r}") from exc
-    if not isinstance(value, list | tuple | type(None)):
-        raise SweError(f"test list must be a list, got {type(value).__name__}")
-    return frozenset(str(v) for v in value or ())
+        value = parse_json(value, f"{where}: test list", line=True) if value else []
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise SweError(f"{where}: a test list must be a list of test names, got {value!r:.100}")
+    return frozenset(value)
 
 
 # --- the dataset universe --------------------------------------------------------
 
 
-def _dataset_file(path: Path) -> list[dict[str, Any]]:
-    if path.suffix not in (".parquet", ".jsonl"):
-        doc = _read_json(path)
-        if not isinstance(doc, list):
-            raise SweError(f"{path}: a JSON dataset must be a list of instances")
-        return doc
-    try:
-        if path.suffix == ".parquet":
+def _dataset_file(path: Path) -> list[Any]:
+    if path.suffix == ".parquet":
+        try:
             import pyarrow.parquet as pq
 
             wanted = ["instance_id", "repo", "FAIL_TO_PASS", "PASS_TO_PASS"]
             names = pq.read_schema(path).names
             return pq.read_table(path, columns=[c for c in wanted if c in names]).to_pylist()
-        lines = path.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
-    except Exception as exc:  # ArrowInvalid, JSONDecodeError, OSError: an unreadable dataset
-        raise SweError(f"{path}: cannot read the dataset: {exc}") from exc
+        except Exception as exc:  # ArrowInvalid, OSError...: an unreadable parquet
+            raise SweError(f"{path}: cannot read the dataset: {exc}") from exc
+    if path.suffix == ".jsonl":
+        text = read_text_input(path, "dataset")
+        return [
+            parse_json(line, f"{path}:{lineno}", line=True)
+            for lineno, line in enumerate(text.splitlines(), 1)
+            if line.strip()
+        ]
+    doc = _read_json(path, "dataset")
+    if not isinstance(doc, list):
+        raise SweError(
+            f"{path}: a JSON dataset must be a list of instances, got {type(doc).__name__}"
+        )
+    return doc
 
 
-def _dataset_rows(source: str, split: str) -> tuple[list[dict[str, Any]], Path | None]:
+_SPLIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:%+\[\]-]{0,63}")
+
+
+def check_split(split: str) -> str:
+    """``split`` if it is a dataset split name (``test``, ``dev``, HF slices ``test[:10%]``).
+
+    It names a file (``<split>.parquet``) in a dataset directory, so a path is refused.
+    """
+    if not _SPLIT.fullmatch(split) or ".." in split:
+        raise SweError(
+            f"split {split!r:.80} is not a split name",
+            hint="a name such as test or dev (letters, digits, _ . - and HF slices like test[:50])",
+        )
+    return split
+
+
+def _looks_local(source: str) -> bool:
+    """A --dataset that can only be a local path (a hub name is ``org/name``)."""
+    return source.startswith(("/", "./", "../", "~")) or source.endswith(_DATASET_SUFFIXES)
+
+
+_DATASET_SUFFIXES = (".parquet", ".json", ".jsonl")
+
+
+def _dataset_rows(source: str, split: str) -> tuple[list[Any], Path | None]:
+    check_split(split)
     path = Path(source).expanduser()
     if path.is_dir():
         if (path / f"{split}.parquet").is_file():
@@ -279,11 +361,17 @@ def _dataset_rows(source: str, split: str) -> tuple[list[dict[str, Any]], Path |
         elif (path / split / "dataset_info.json").is_file():
             import datasets  # optional and heavy: imported only for this layout
 
-            return [dict(r) for r in datasets.load_from_disk(str(path / split))], None
+            try:
+                return [dict(r) for r in datasets.load_from_disk(str(path / split))], None
+            except Exception as exc:  # a corrupt save_to_disk directory
+                raise SweError(f"{path / split}: cannot read the dataset: {exc}") from exc
         else:
             raise SweError(f"{path}: no {split}.parquet or {split}/ (save_to_disk) inside")
     if path.is_file():
         return _dataset_file(path), path
+    if path.exists() or _looks_local(source):
+        kind = "not a file or directory" if path.exists() else "no such file or directory"
+        raise SweError(f"dataset {source}: {kind}")
     try:
         import datasets
 
@@ -296,24 +384,79 @@ def _dataset_rows(source: str, split: str) -> tuple[list[dict[str, Any]], Path |
         ) from exc
 
 
+def is_plain_text(value: str) -> bool:
+    """True for text with no control characters, line breaks or lone surrogates.
+
+    Such text prints on one line, fits in XML and encodes to UTF-8 (a JSON string may
+    hold an escaped lone surrogate, which no file name or hash input can).
+    """
+    if one_line(value) != value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_instance_id(value: Any, where: str, field: str = "instance_id") -> str:
+    """``value`` if it can be an instance id (or repo name), else SweError naming ``where``.
+
+    A non-empty string of at most ``MAX_ID_CHARS`` characters without control
+    characters or line breaks (they cannot be printed on one line nor written to XML).
+    """
+    if not isinstance(value, str):
+        raise SweError(
+            f"{where}: {field} must be a string, got {type(value).__name__} {value!r:.80}"
+        )
+    if not value.strip() or len(value) > MAX_ID_CHARS or not is_plain_text(value):
+        raise SweError(
+            f"{where}: {field} {value!r:.120} is not a usable name (empty, longer than "
+            f"{MAX_ID_CHARS} characters, or holding control characters or line breaks)"
+        )
+    return value
+
+
+def _universe_rows(source: str, rows: list[Any]) -> tuple[dict[str, str], list[Any]]:
+    """``{instance_id: repo}`` of the dataset rows, each row checked; the rows as mappings."""
+    if not rows:
+        raise SweError(f"dataset {source}: no instances")
+    if len(rows) > MAX_INSTANCES:
+        raise SweError(
+            f"dataset {source}: {len(rows):,} instances, more than rlgate compares "
+            f"({MAX_INSTANCES:,}; SWE-bench Verified has 500, SWE-bench 2,294)"
+        )
+    repos: dict[str, str] = {}
+    for n, row in enumerate(rows, 1):
+        where = f"dataset {source}, instance {n}"
+        if not isinstance(row, Mapping) or "instance_id" not in row or "repo" not in row:
+            shape = (
+                type(row).__name__ if not isinstance(row, Mapping) else f"keys {sorted(row)[:8]}"
+            )
+            raise SweError(
+                f"{where}: every row needs instance_id and repo; got {shape}",
+                hint="a dataset is a list of SWE-bench instances (objects with instance_id, "
+                "repo, FAIL_TO_PASS, PASS_TO_PASS), e.g. the Verified test.parquet",
+            )
+        iid = check_instance_id(row["instance_id"], where)
+        if iid in repos:
+            raise SweError(f"dataset {source}: duplicate instance_id {iid}")
+        repos[iid] = check_instance_id(row["repo"], f"{where} ({iid})", "repo")
+    return repos, rows
+
+
 def load_universe(source: str | os.PathLike[str], *, split: str = "test") -> DatasetUniverse:
     """Load the instance universe (ids, repos, test labels) and pin it by sha256."""
     rows, file_path = _dataset_rows(str(source), split)
-    if not rows:
-        raise SweError(f"dataset {source}: no instances")
-    repos: dict[str, str] = {}
+    repos, rows = _universe_rows(str(source), rows)
     labels: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
     for row in rows:
-        iid = row.get("instance_id")
-        if not isinstance(iid, str) or "repo" not in row:
-            raise SweError(
-                f"dataset {source}: every row needs instance_id and repo; got {row!r:.200}"
-            )
-        if iid in repos:
-            raise SweError(f"dataset {source}: duplicate instance_id {iid}")
-        repos[iid] = str(row["repo"])
         if "FAIL_TO_PASS" in row and "PASS_TO_PASS" in row:
-            labels[iid] = (_as_tests(row["FAIL_TO_PASS"]), _as_tests(row["PASS_TO_PASS"]))
+            where = f"dataset {source} ({row['instance_id']})"
+            labels[row["instance_id"]] = (
+                _as_tests(row["FAIL_TO_PASS"], where),
+                _as_tests(row["PASS_TO_PASS"], where),
+            )
     ids = tuple(sorted(repos))
     labels_doc = {i: [sorted(f), sorted(p)] for i, (f, p) in labels.items()}
     return DatasetUniverse(
@@ -347,7 +490,15 @@ def load_arm(
     """Read every path of one arm; each yields one or more runs (seeds)."""
     if not paths:
         raise SweError(f"the {name} arm has no inputs")
-    runs = [run for path in paths for run in load_runs(path, universe)]
+    runs: list[SweRun] = []
+    for path in paths:
+        runs += load_runs(path, universe)
+        if len(runs) > MAX_RUNS_PER_ARM:
+            raise SweError(
+                f"the {name} arm has more than {MAX_RUNS_PER_ARM} runs (after {path})",
+                hint="each path is one run (a Gym rollouts file one per _ng_rollout_index); "
+                "compare fewer seeds/repeats",
+            )
     labels = [r.label for r in runs]
     if len(set(labels)) != len(labels):
         raise SweError(f"the {name} arm lists the same run twice: {labels}")

@@ -1,4 +1,4 @@
-"""Tier 4: does the trained model beat its base on SWE-bench Verified?
+"""Tier 4: does the trained model beat its base on SWE-bench (Verified, or the set given)?
 
     pytest tests/swe_gate --swe-before BASE... --swe-after TRAINED... \
         --swe-dataset SWE-bench_Verified/ --junitxml swe_gate.xml
@@ -16,7 +16,7 @@ three options every test is skipped and says which option is missing.
 import pytest
 
 from rlgate.swe_compare import Criterion, CriterionStatus, GateOptions, compare_arms
-from rlgate.swe_report import criterion_properties
+from rlgate.swe_report import criterion_properties, instance_set_text
 from rlgate.swebench import load_arm, load_universe
 
 REQUIRED = (
@@ -52,6 +52,7 @@ def swe_comparison(request, record_testsuite_property):
         "rlgate.swe.dataset_sha256", universe.file_sha256 or universe.ids_sha256
     )
     record_testsuite_property("rlgate.swe.instance_set", universe.instance_set.value)
+    record_testsuite_property("rlgate.swe.instance_set.text", instance_set_text(universe))
     return comparison
 
 

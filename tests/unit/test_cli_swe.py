@@ -12,6 +12,7 @@ from junitparser import JUnitXml
 
 from rlgate._io import SCHEMA_VERSION
 from rlgate.cli import main
+from rlgate.swebench import VERIFIED_IDS_SHA256
 
 CLI_SEED = 11
 
@@ -166,3 +167,101 @@ class TestSweEval:
         code = main(["swe", "eval", "--predictions", str(tmp_path / "p.jsonl"), "--run-id", "r"])
         assert code == 2
         assert "not valid JSON" in capsys.readouterr().err
+
+
+def _compare_on(tmp_path, dataset, ids, capsys):
+    """Compare two per-instance maps on ``dataset``; return (code, stdout, JSON, suite props)."""
+    before = tmp_path / "b.json"
+    after = tmp_path / "a.json"
+    before.write_text(json.dumps({i: {"resolved": k % 2 == 0} for k, i in enumerate(ids)}))
+    after.write_text(json.dumps({i: {"resolved": k % 3 == 0} for k, i in enumerate(ids)}))
+    code = main(
+        ["swe", "compare", "--before", str(before), "--after", str(after),
+         "--dataset", str(dataset), "--resamples", "200",
+         "--json", str(tmp_path / "o.json"), "--junit", str(tmp_path / "o.xml")]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    doc = json.loads((tmp_path / "o.json").read_text())
+    suite = next(
+        s for s in JUnitXml.fromfile(str(tmp_path / "o.xml")) if s.name == "rlgate.swe_gate"
+    )
+    props = {p.name: p.value for p in suite.properties()}
+    return code, out, doc, props
+
+
+class TestSweCompareNamesTheInstanceSet:
+    def test_the_full_verified_set_is_named_by_its_id_hash(self, tmp_path, capsys):
+        ids = [r["instance_id"] for r in si.verified_rows()]
+        code, out, doc, props = _compare_on(tmp_path, si.DATASET, ids, capsys)
+        assert code in (0, 1)
+        assert (
+            "instance set: SWE-bench Verified, all 500 instances (ids sha256 fad0fdea4fc2)" in out
+        )
+        assert doc["dataset"]["instance_set"] == "swe-bench-verified"
+        assert props["rlgate.instance_set"] == "swe-bench-verified"
+        assert props["rlgate.instance_set.ids_sha256"] == VERIFIED_IDS_SHA256
+
+    def test_a_subset_of_verified_is_never_called_swe_bench_verified(self, tmp_path, capsys):
+        ids = [r["instance_id"] for r in si.verified_rows()][::5]  # 100 of the 500
+        dataset = si.write_subset_dataset(tmp_path / "subset.jsonl", ids)
+        code, out, doc, props = _compare_on(tmp_path, dataset, ids, capsys)
+        assert code in (0, 1)
+        assert "instance set: a subset of Verified: 100 of its 500 instances, not the full " in out
+        assert "SWE-bench Verified" not in out
+        assert doc["dataset"]["instance_set"] == "verified-subset"
+        assert props["rlgate.instance_set"] == "verified-subset"
+        assert "SWE-bench Verified" not in props["rlgate.instance_set.text"]
+        assert "SWE-bench Verified" not in (tmp_path / "o.xml").read_text()
+
+    def test_a_hand_made_set_is_unknown(self, tmp_path, capsys):
+        ids = [f"octo__repo-{k}" for k in range(40)]
+        dataset = tmp_path / "own.json"
+        dataset.write_text(json.dumps([{"instance_id": i, "repo": "octo/repo"} for i in ids]))
+        code, out, doc, props = _compare_on(tmp_path, dataset, ids, capsys)
+        assert code in (0, 1)
+        assert "instance set: an unknown instance set of 40 instances, not a subset of " in out
+        assert "SWE-bench Verified" not in out
+        assert doc["dataset"]["instance_set"] == props["rlgate.instance_set"] == "unknown"
+
+
+class TestSweJunitIsValidXml:
+    def test_control_characters_and_surrogates_from_inputs_give_valid_xml(self, tmp_path, capsys):
+        """Reasons and paths from inputs reach the JUnit; XML 1.0 cannot hold them raw."""
+        import xml.etree.ElementTree as ET
+
+        ids = ["octo__repo-1", "octo__repo-2"]
+        dataset = tmp_path / "d.json"
+        dataset.write_text(json.dumps([{"instance_id": i, "repo": "octo/repo"} for i in ids]))
+        odd = tmp_path / "run\x1b[2J\x07.json"
+        odd.write_text(
+            '{"octo__repo-1": {"resolved": false, "infra_failure": true, '
+            '"infra_failure_reason": "oom\\u0000\\udc80\\u001b[31m"}, '
+            '"octo__repo-2": {"resolved": true}}'
+        )
+        code = main(
+            ["swe", "compare", "--before", str(odd), "--after", str(odd), "--dataset",
+             str(dataset), "--resamples", "100", "--junit", str(tmp_path / "o.xml")]
+        )  # fmt: skip
+        assert code == 3  # 1 of 2 instances is an infra fault: inconclusive
+        root = ET.parse(tmp_path / "o.xml").getroot()  # raised "not well-formed" before
+        text = ET.tostring(root, encoding="unicode")
+        assert "\\x1b[2J\\x07.json" in text and "oom\\x00\\udc80\\x1b[31m" in text
+        assert "\x1b" not in text and "\x00" not in text
+        assert "SWE gate verdict: INCONCLUSIVE" in capsys.readouterr().out
+
+
+def test_cli_bounds_equal_the_library_bounds():
+    """_cli_swe keeps literal copies (no numpy/scipy import at CLI start-up); they must agree."""
+    from rlgate import _cli_swe, harness, stats, swe_compare, swebench
+
+    assert (_cli_swe.MIN_RESAMPLES, _cli_swe.MAX_RESAMPLES, _cli_swe.MAX_SEED) == (
+        swe_compare.MIN_RESAMPLES,
+        swe_compare.MAX_RESAMPLES,
+        swe_compare.MAX_SEED,
+    )
+    assert (_cli_swe.MAX_WORKERS, _cli_swe.MAX_TIMEOUT_S) == (
+        harness.MAX_WORKERS,
+        harness.MAX_TIMEOUT_S,
+    )
+    assert _cli_swe.MAX_POWER_N == stats.MAX_EXACT_N == swebench.MAX_INSTANCES
+    assert _cli_swe.MAX_POWER_SEEDS == swebench.MAX_RUNS_PER_ARM

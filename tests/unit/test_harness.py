@@ -283,7 +283,10 @@ class TestCollectAndFinalize:
         ]
         result = harness.finalize_eval(opts, run.root, "org/model", [attempt])
         record = json.loads(result.record.read_text())
-        assert record["final_report"] == str(run.root / "org__model.rl_s0.json")
+        # paths in the record are relative to the run directory (read from anywhere)
+        assert result.final_report == run.root / "org__model.rl_s0.json"
+        assert record["final_report"] == "org__model.rl_s0.json"
+        assert record["attempts"][0]["report"] == "reports/attempt1/org__model.rl_s0.json"
         assert record["remaining_infra"][0]["tier"] == "environment"
         (loaded,) = load_runs(run.root, load_universe(si.DATASET))
         assert loaded.outcomes["psf__requests-2317"].outcome is Outcome.PATCH_FAILED
@@ -298,6 +301,33 @@ class TestCollectAndFinalize:
         with pytest.raises(InfraError, match="exited with 1 and wrote no report") as info:
             harness.collect_attempt(opts, tmp_path, "org/m", 1, argv=["python"], returncode=1)
         assert "Error while fetching server API version" in str(info.value)
+
+    @pytest.mark.parametrize(
+        ("content", "match"),
+        [
+            pytest.param(b"\x00\xff", r"unusable report: .*is not UTF-8", id="binary"),
+            pytest.param(b"[]", r"unusable report: .*is a JSON object, got list", id="a_list"),
+            pytest.param(
+                json.dumps(
+                    {k: [] for k in ("completed_ids", "submitted_ids", "unresolved_ids",
+                                     "empty_patch_ids")}
+                    | {"resolved_ids": ["a__b-1"], "error_ids": ["a__b-1"]}
+                ).encode(),
+                r"unusable report: .*a__b-1 listed in both resolved_ids and error_ids",
+                id="contradictory",
+            ),
+        ],
+    )  # fmt: skip
+    def test_collect_attempt_with_an_unusable_report_is_infra(
+        self, preds, tmp_path, content, match
+    ):
+        """The harness wrote it, so a bad report is an infrastructure fault (exit 3)."""
+        report = tmp_path / "reports/attempt1/org__m.r.json"
+        report.parent.mkdir(parents=True)
+        report.write_bytes(content)
+        opts = harness.HarnessOptions(predictions=preds, run_id="r")
+        with pytest.raises(InfraError, match=match):
+            harness.collect_attempt(opts, tmp_path, "org/m", 1, argv=["python"], returncode=0)
 
     def test_finalize_records_what_the_retry_reran(self, tmp_path):
         ids = ["django__django-11099", "sympy__sympy-20590", "psf__requests-2317"]

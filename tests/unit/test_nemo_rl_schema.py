@@ -123,15 +123,127 @@ class TestCommittedSchema:
         "prefix",
         [
             "policy.generation.vllm_cfg.http_server_serving_chat_kwargs",
-            "policy.generation.vllm_kwargs",
             "policy.hf_config_overrides",
-            "policy.megatron_cfg.optimizer",
             "env.*",
         ],
-        ids=["serving_chat_kwargs", "vllm_kwargs", "hf_config_overrides", "megatron_optim", "env"],
+        ids=["serving_chat_kwargs", "hf_config_overrides", "env"],
     )
-    def test_passthrough_section_is_open(self, schema: dict[str, Any], prefix: str) -> None:
+    def test_free_form_section_is_open_with_a_reason(
+        self, schema: dict[str, Any], prefix: str
+    ) -> None:
         assert prefix in schema["open"]
+        assert schema["open_why"][prefix]
+
+    def test_every_open_section_has_a_reason(self, schema: dict[str, Any]) -> None:
+        assert sorted(schema["open_why"]) == schema["open"]
+        assert all(reason.strip() for reason in schema["open_why"].values())
+
+    @pytest.mark.parametrize(
+        ("prefix", "library", "cls", "fields"),
+        [
+            (
+                "policy.megatron_cfg.optimizer",
+                "megatron-bridge",
+                "OptimizerConfig",
+                ["lr", "min_lr", "adam_beta2", "use_distributed_optimizer"],
+            ),
+            (
+                "policy.megatron_cfg.scheduler",
+                "megatron-bridge",
+                "SchedulerConfig",
+                ["lr_warmup_iters", "lr_decay_style", "override_opt_param_scheduler"],
+            ),
+            (
+                "policy.generation.vllm_kwargs",
+                "vllm",
+                "AsyncEngineArgs",
+                ["max_num_seqs", "enable_chunked_prefill", "speculative_config"],
+            ),
+        ],
+        ids=["megatron_optimizer", "megatron_scheduler", "vllm_kwargs"],
+    )
+    def test_kwargs_section_is_closed_by_its_library_fields(
+        self, schema: dict[str, Any], prefix: str, library: str, cls: str, fields: list[str]
+    ) -> None:
+        assert prefix not in schema["open"]
+        closed = schema["closed"][prefix]
+        assert closed["by"] == "library"
+        assert closed["source"].startswith(f"{library} {schema['source']['libraries'][library]}")
+        assert closed["source"].endswith(f":{cls}")
+        assert closed["consumer"].startswith("nemo_rl/")
+        for name in fields:
+            assert schema["keys"][f"{prefix}.{name}"]["read"] is True
+        assert f"{prefix}.min_Lr" not in schema["keys"]
+
+    def test_libraries_and_their_versions_are_recorded(self, schema: dict[str, Any]) -> None:
+        libraries = schema["source"]["libraries"]
+        assert set(libraries) == {"megatron-core", "megatron-bridge", "vllm"}
+        assert libraries["vllm"] == "0.25.1"  # the version NeMo RL 7ea279a pins
+        assert all(re.fullmatch(r"\d+\.\d+\.\d+\S*", v) for v in libraries.values())
+
+    def test_other_closed_sections_fall_back_to_published_keys(
+        self, schema: dict[str, Any]
+    ) -> None:
+        by = {prefix: closed["by"] for prefix, closed in schema["closed"].items()}
+        assert by["policy.generation.trtllm_kwargs"] == "examples"
+        assert by["policy.generation.sglang_kwargs"] == "examples"
+        assert "policy.generation.trtllm_kwargs.kv_cache_config" in schema["keys"]
+        assert set(by.values()) == {"library", "examples"}
+
+    @pytest.mark.parametrize(
+        ("key", "where"),
+        [
+            ("policy.generation.ignore_eos", "vllm/vllm_worker.py:_build_sampling_params"),
+            ("policy.megatron_cfg.layernorm_epsilon", "megatron/setup.py:setup_model_config"),
+            (
+                "policy.megatron_cfg.virtual_pipeline_model_parallel_size",
+                "megatron/router_replay.py:validate_router_replay_config",
+            ),
+        ],
+        ids=["ignore_eos", "layernorm_epsilon", "virtual_pipeline"],
+    )
+    def test_key_only_code_reads_is_in_the_schema(
+        self, schema: dict[str, Any], key: str, where: str
+    ) -> None:
+        entry = schema["keys"][key]
+        assert entry["read"] is True and entry["via"] == "code"
+        assert where in entry["where"]
+
+    def test_vllm_cfg_distributed_executor_backend_is_known_and_unread(
+        self, schema: dict[str, Any]
+    ) -> None:
+        entry = schema["keys"]["policy.generation.vllm_cfg.distributed_executor_backend"]
+        assert entry["read"] is False
+        assert entry["where"] in schema["source"]["policy_yaml_files"]
+        assert "resolve_distributed_executor_backend" in entry["evidence"]
+
+    @pytest.mark.parametrize(
+        ("key", "types", "validated"),
+        [
+            ("grpo.max_num_steps", "int", True),
+            ("cluster.gpus_per_node", "int", True),
+            ("grpo.async_grpo.enabled", "bool", True),
+            ("policy.generation.vllm_cfg.reasoning_parser_plugin", "str", False),
+        ],
+        ids=["max_num_steps", "gpus_per_node", "async_enabled", "reasoning_parser_plugin"],
+    )
+    def test_value_types_and_startup_validation_are_recorded(
+        self, schema: dict[str, Any], key: str, types: str, validated: bool
+    ) -> None:
+        entry = schema["keys"][key]
+        assert entry["type"] == types
+        assert entry.get("validated", False) is validated
+
+    def test_literal_and_bounds_are_recorded(self, schema: dict[str, Any]) -> None:
+        keys = schema["keys"]
+        assert keys["policy.generation.vllm_cfg.logprobs_mode"]["enum"] == [
+            "processed_logprobs",
+            "raw_logprobs",
+        ]
+        assert keys["cluster.num_nodes"]["bounds"]["ge"] == 1
+        assert "grpo.py:setup" in keys["cluster.num_nodes"]["bounds"]["why"]
+        bounds = keys["policy.generation.refit_cfg.sparse.tuning.zmq_retries"]["bounds"]
+        assert bounds["ge"] == 0 and "VllmRefitTuningConfig" in bounds["why"]
 
     def test_env_nemo_gym_is_gym_and_its_nemo_rl_keys_are_recorded(
         self, schema: dict[str, Any]
@@ -152,12 +264,19 @@ class TestCommittedSchema:
     def test_target_recipe_yaml_was_scanned(self, schema: dict[str, Any], path: str) -> None:
         assert path in schema["source"]["yaml_files"]
 
-    def test_undeclared_keys_come_from_scanned_grpo_yamls(self, schema: dict[str, Any]) -> None:
+    def test_undeclared_keys_come_from_scanned_yamls_or_code(self, schema: dict[str, Any]) -> None:
         files = schema["source"]["yaml_files"]
         assert any(f.startswith("examples/configs/recipes/llm/grpo-qwen3.5-") for f in files)
         assert not any("distillation" in f or f.endswith("/sft.yaml") for f in files)
-        undeclared = {v["where"] for v in schema["keys"].values() if not v["declared"]}
-        assert undeclared <= set(files)
+        shared = schema["source"]["policy_yaml_files"]
+        assert "examples/configs/distillation_math.yaml" in shared
+        undeclared = [(k, v) for k, v in schema["keys"].items() if not v["declared"]]
+        from_yaml = {v["where"] for _, v in undeclared if not v.get("via", "").startswith("code")}
+        assert from_yaml <= set(files) | set(shared)
+        shared_only = {k for k, v in undeclared if v["where"] in set(shared) - set(files)}
+        assert all(k.startswith("policy.") for k in shared_only)
+        from_code = [v["where"] for _, v in undeclared if v.get("via", "").startswith("code")]
+        assert from_code and all(w.startswith("nemo_rl/") for w in from_code)
 
     def test_undeclared_keys_do_not_hide_under_open_prefixes(self, schema: dict[str, Any]) -> None:
         prefixes = schema["open"] + schema["gym"]
@@ -251,6 +370,7 @@ class TestGenerator:
             "type": "bool",
             "declared": True,
             "read": True,
+            "validated": True,
             "where": "nemo_rl/algorithms/grpo.py:AsyncConfig",
         }
         assert keys["policy.tokenizer.name"]["where"] == "nemo_rl/models/policy.py:TokenizerConfig"
@@ -271,12 +391,15 @@ class TestGenerator:
             assert keys[key]["read"] is False
             assert key.rpartition(".")[2] in keys[key]["evidence"]
 
-    def test_build_schema_opens_kwargs_splats_and_other_envs(
+    def test_build_schema_closes_kwargs_splats_and_opens_other_envs(
         self, generator: ModuleType, tiny_nemo_rl: Path
     ) -> None:
         schema = generator.build_schema(tiny_nemo_rl, TINY_COMMIT)
-        assert "policy.optimizer" in schema["open"]
+        # Optim(**cfg["optimizer"]) with no library to read: closed by the published keys.
+        assert "policy.optimizer" not in schema["open"]
+        assert schema["closed"]["policy.optimizer"]["by"] == "examples"
         assert "env.*" in schema["open"]
+        assert schema["open_why"]["env.*"].startswith("environment configs")
         assert schema["gym"] == ["env.nemo_gym"]
         assert "env.math.num_workers" not in schema["keys"]
         assert "env.nemo_gym.config_paths" not in schema["keys"]

@@ -31,8 +31,55 @@ class TestCheckKeys:
         assert "penalize_invalid_tool_call" in finding.message
 
     def test_open_subtrees_accept_any_key(self):
-        cfg = {"policy": {"generation": {"vllm_kwargs": {"anything_goes": 1}}}}
+        cfg = {"policy": {"hf_config_overrides": {"anything_goes": 1}}}
         assert not check_keys(cfg)
+
+    def test_library_closed_subtree_rejects_a_typo_with_did_you_mean(self):
+        cfg = {"policy": {"megatron_cfg": {"optimizer": {"min_Lr": 1e-6, "lrr": 1e-5}}}}
+        findings = {f.key: f for f in check_keys(cfg)}
+        assert set(findings) == {
+            "policy.megatron_cfg.optimizer.min_Lr",
+            "policy.megatron_cfg.optimizer.lrr",
+        }
+        for finding in findings.values():
+            assert finding.severity is Severity.ERROR and finding.code == "unknown-key"
+            assert "OptimizerConfig" in finding.message and "megatron-bridge" in finding.message
+        assert "did you mean policy.megatron_cfg.optimizer.min_lr?" in (
+            findings["policy.megatron_cfg.optimizer.min_Lr"].message
+        )
+        assert "did you mean policy.megatron_cfg.optimizer.lr" in (
+            findings["policy.megatron_cfg.optimizer.lrr"].message
+        )
+
+    def test_vllm_kwargs_are_closed_by_vllm_engine_args(self):
+        ok = {"max_num_seqs": 64, "compilation_config": {"pass_config": {"x": True}}}
+        assert not check_keys({"policy": {"generation": {"vllm_kwargs": ok}}})
+        (finding,) = check_keys({"policy": {"generation": {"vllm_kwargs": {"max_num_seq": 64}}}})
+        assert finding.severity is Severity.ERROR
+        assert "AsyncEngineArgs" in finding.message and "vllm 0.25.1" in finding.message
+        assert "did you mean policy.generation.vllm_kwargs.max_num_seqs?" in finding.message
+
+    def test_subtree_closed_only_by_published_configs_warns(self):
+        cfg = {"policy": {"generation": {"trtllm_kwargs": {"batch_wait_timeout_iter": 4}}}}
+        (finding,) = check_keys(cfg)
+        assert finding.severity is Severity.WARNING and finding.code == "unverified-key"
+        assert "did you mean policy.generation.trtllm_kwargs.batch_wait_timeout_iters?" in (
+            finding.message
+        )
+
+    def test_keys_only_code_reads_are_known(self):
+        # Read by nemo_rl/models/generation/vllm/vllm_worker.py:_build_sampling_params and
+        # megatron/setup.py:setup_model_config, declared by no schema class, set by no config.
+        cfg = {"policy": {"generation": {"ignore_eos": True}}}
+        cfg["policy"]["megatron_cfg"] = {"layernorm_epsilon": 1e-6}
+        assert not check_keys(cfg)
+
+    def test_distributed_executor_backend_in_vllm_cfg_is_a_known_unread_key(self):
+        # Set by NeMo RL's distillation configs; vllm_worker.py computes the value itself.
+        cfg = {"policy": {"generation": {"vllm_cfg": {"distributed_executor_backend": "ray"}}}}
+        (finding,) = check_keys(cfg)
+        assert finding.severity is Severity.WARNING and finding.code == "unread-key"
+        assert "resolve_distributed_executor_backend" in finding.message
 
     def test_gym_section_is_left_to_gym_validation(self):
         cfg = {"env": {"nemo_gym": {"my_agent": {"responses_api_agents": {"x": {"y": 1}}}}}}

@@ -264,3 +264,26 @@ class TestMinimumDetectableDifference:
     def test_mde_rejects_invalid_designs(self, kwargs):
         with pytest.raises(ValueError):
             stats.mde_exact_mcnemar(**kwargs)
+
+
+class TestExactEnumerationCost:
+    @pytest.mark.parametrize("alpha", [0.05, 0.01, 0.0625, 0.125, 0.5, 0.99, 1e-9])
+    def test_critical_gains_equal_their_definition(self, alpha):
+        """crit[D] = min{c > D - c : exact McNemar p(D - c, c) <= alpha}, or D + 1 if none."""
+        crit = stats._critical_gains(400, alpha)
+        for total in range(401):
+            rejecting = [
+                c
+                for c in range(total // 2 + 1, total + 1)
+                if stats.mcnemar_exact(total - c, c) <= alpha
+            ]
+            assert crit[total] == (rejecting[0] if rejecting else total + 1), (alpha, total)
+
+    def test_exact_power_refuses_an_n_above_the_enumeration_bound(self):
+        with pytest.raises(ValueError, match=r"n must be <= 100,000 for the exact enumeration"):
+            stats.mde_exact_mcnemar(stats.MAX_EXACT_N + 1, 0.15)
+
+    def test_exact_power_at_the_bound_keeps_shrinking_with_n(self):
+        """At n = MAX_EXACT_N the enumeration still runs (O(n)) and agrees with Connor's formula."""
+        mde = stats.mde_exact_mcnemar(stats.MAX_EXACT_N, 0.15)
+        assert mde == pytest.approx(stats.mde_connor(stats.MAX_EXACT_N, 0.15), rel=0.02)

@@ -269,3 +269,21 @@ class TestGateOptions:
     def test_gate_options_reject_invalid_values(self, kwargs):
         with pytest.raises(SweError):
             GateOptions(**kwargs)
+
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
+            pytest.param(
+                {"seed": -1}, r"seed must be in 0\.\.4,294,967,295, got -1", id="neg_seed"
+            ),
+            pytest.param({"seed": 2**64}, r"seed must be in 0\.\.", id="huge_seed"),
+            pytest.param(
+                {"n_resamples": 10**8}, r"n_resamples must be in 100\.\.100,000", id="huge_draws"
+            ),
+            pytest.param({"alpha": float("nan")}, r"alpha must be in \(0, 1\)", id="nan_alpha"),
+            pytest.param({"margin_pp": float("inf")}, r"margin_pp must be a finite", id="inf_m"),
+        ],
+    )
+    def test_gate_options_bound_what_the_resampling_would_crash_or_hang_on(self, kwargs, match):
+        with pytest.raises(SweError, match=match):
+            GateOptions(**kwargs)

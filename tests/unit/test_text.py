@@ -1,0 +1,58 @@
+"""rlgate._text: untrusted strings made safe for terminals and Markdown."""
+
+import re
+
+import pytest
+from markdown_it import MarkdownIt
+
+from rlgate._text import md_code, md_text, one_line, printable
+
+HOSTILE = [
+    "[click](javascript:alert(1))",
+    "![img](http://evil.example/x.png)",
+    "<script>alert(1)</script>",
+    "a `code` b ``c``",
+    "**bold** _em_ # heading",
+    "| cell | break |",
+    "line\nbreak\r\x1b[2K\x1b[1Aerased",
+    "<http://auto.link> www.evil.example https://evil.example/x",
+    "\u202egnp.exe",
+]
+
+
+def _render(md: str) -> str:
+    return MarkdownIt("gfm-like").render(md)
+
+
+class TestPrintable:
+    def test_printable_makes_escape_sequences_visible(self):
+        assert printable("NO-GO\x1b[2K\x1b[1A\rGO") == "NO-GO\\x1b[2K\\x1b[1A\\x0dGO"
+
+    def test_printable_keeps_newlines_and_tabs(self):
+        assert printable("a\n\tb") == "a\n\tb"
+
+    def test_printable_escapes_c1_and_bidi_controls(self):
+        assert printable("\x9b31m\u202eabc") == "\\x9b31m\\u202eabc"
+
+    def test_one_line_also_escapes_line_breaks(self):
+        assert one_line("a\nb\u2028c") == "a\\x0ab\\u2028c"
+
+
+class TestMarkdown:
+    @pytest.mark.parametrize("text", HOSTILE)
+    def test_md_text_renders_as_literal_text_with_no_markup(self, text):
+        html = _render(md_text(text))
+        assert re.fullmatch(r"<p>.*</p>\n", html, re.S), html
+        inner = html[3:-5]
+        assert "<a " not in inner and "<img" not in inner and "<script" not in inner
+        assert "<strong>" not in inner and "<em>" not in inner and "<code>" not in inner
+        assert "\x1b" not in inner and "\n" not in inner
+
+    @pytest.mark.parametrize("text", HOSTILE)
+    def test_md_code_is_one_code_span_holding_the_text(self, text):
+        html = _render(md_code(text))
+        assert html.startswith("<p><code>") and html.endswith("</code></p>\n"), html
+        assert html.count("<code>") == 1
+
+    def test_md_code_fence_outgrows_backtick_runs(self):
+        assert md_code("a ``b`` c") == "```a ``b`` c```"

@@ -603,13 +603,28 @@ def _call_verdict(parsed: Any, want: Call) -> str:
     return "lost" if left else "dropped"
 
 
-def _calls_in_reasoning(setup: ServingSetup, parsers: ServedParsers) -> list[ReasoningCallOutcome]:
+def tool_call_in_reasoning(
+    setup: ServingSetup, parsers: ServedParsers | None = None
+) -> list[ReasoningCallOutcome]:
+    """Parse a turn whose tool call is written before ``</think>``, as the chat server would.
+
+    The turn is the served template's own reasoning + tool-call turn with the call moved in
+    front of ``</think>`` (each of :data:`TOOL_CALL_IN_THINK_SHAPES`), parsed by the served
+    reasoning + tool parser pair (or ``parsers``), non-streaming and token by token. Empty
+    when the served generation prompt does not open a think block, or when no tool parser is
+    served and no ``parsers`` are given.
+    """
     from rlgate.templates import THINK_CLOSE
 
+    if setup.profile().thinking is not ThinkingMode.OPEN:
+        return []
+    if parsers is None:
+        if setup.tool_parser is None:
+            return []
+        parsers = setup.parsers()
     text, ctx = _probe_model_output(setup)
-    want = _PROBE_CALL
     head, closed, call = text.partition(THINK_CLOSE)
-    if not closed or want.name not in call:
+    if not closed or _PROBE_CALL.name not in call:
         return []
     # The template's own pieces: reasoning, its newline(s) before </think>, the call block.
     reasoning = head.rstrip("\n")
@@ -632,7 +647,7 @@ def _calls_in_reasoning(setup: ServingSetup, parsers: ServedParsers) -> list[Rea
                 ReasoningCallOutcome(
                     shape,
                     streaming,
-                    _call_verdict(parsed, want),
+                    _call_verdict(parsed, _PROBE_CALL),
                     written,
                     parsed.reasoning,
                     parsed.content,
@@ -640,19 +655,6 @@ def _calls_in_reasoning(setup: ServingSetup, parsers: ServedParsers) -> list[Rea
                 )
             )
     return out
-
-
-def tool_call_in_reasoning(setup: ServingSetup) -> list[ReasoningCallOutcome]:
-    """Parse a turn whose tool call is written before ``</think>``, as the chat server would.
-
-    The turn is the served template's own reasoning + tool-call turn with the call moved in
-    front of ``</think>`` (each of :data:`TOOL_CALL_IN_THINK_SHAPES`), parsed by the served
-    reasoning + tool parser pair, non-streaming and token by token. Empty when the served
-    generation prompt does not open a think block or no tool parser is set.
-    """
-    if setup.tool_parser is None or setup.profile().thinking is not ThinkingMode.OPEN:
-        return []
-    return _calls_in_reasoning(setup, setup.parsers())
 
 
 def check_tool_call_in_reasoning(setup: ServingSetup) -> list[Finding]:
@@ -682,7 +684,7 @@ def check_tool_call_in_reasoning(setup: ServingSetup) -> list[Finding]:
         if (
             _call_verdict(normal, _PROBE_CALL) == "recovered"
             and "Inspect the tree first." in (normal.reasoning or "")
-            and all(o.verdict == "recovered" for o in _calls_in_reasoning(setup, alt))
+            and all(o.verdict == "recovered" for o in tool_call_in_reasoning(setup, alt))
         ):
             working.append(name)
     verdicts = {o.verdict for o in bad}
@@ -697,10 +699,10 @@ def check_tool_call_in_reasoning(setup: ServingSetup) -> list[Finding]:
             "tool-call-in-reasoning",
             WARNING,
             key,
-            f"a tool call the model writes before '</think>' never reaches the agent with {pair} "
-            f"({cases}); e.g. the server returns {bad[0].observed()}. NeMo RL counts such a turn "
-            "in train/invalid_tool_call_rate only when the markup is in the turn's last output "
-            "item (nemo_rl/environments/nemo_gym.py::"
+            f"a tool call the model writes before '</think>' does not come back as a clean tool "
+            f"call with {pair} ({cases}); e.g. the server returns {bad[0].observed()}. NeMo RL "
+            "counts such a turn in train/invalid_tool_call_rate only when the markup is in the "
+            "turn's last output item (nemo_rl/environments/nemo_gym.py::"
             f"_detect_invalid_tool_call_and_malformed_thinking).{fix}",
         )
     ]

@@ -15,14 +15,22 @@ server returns fails, and ``rlgate recipe check`` warns exactly for the recipes 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rlgate.compat import check_recipe
 from rlgate.contiguity import Turn, model_output
 from rlgate.findings import Severity
-from rlgate.recipes import functional_gate
-from rlgate.serving import TOOL_CALL_IN_THINK_SHAPES, tool_call_in_reasoning
+from rlgate.parsers import ServedParsers
+from rlgate.recipes import functional_gate, load_recipe
+from rlgate.serving import TOOL_CALL_IN_THINK_SHAPES, serving_setup, tool_call_in_reasoning
 from rlgate.templates import ThinkingMode
+
+QWEN3_THINKING = (
+    Path(__file__).resolve().parents[2]
+    / "recipes/grpo-qwen3-30ba3b-thinking-2507-16n8g-megatron-tp4pp2cp4ep8-async1off-gym-swe.yaml"
+)
 
 CODE = "tool-call-in-reasoning"
 CHECKS = {False: "round_trip", True: "streaming"}
@@ -114,3 +122,24 @@ def test_streaming_leaves_the_stop_token_out_of_the_text(setup):
     eos = setup.tokenizer.eos_token
     assert eos not in (stream.content or "") + (stream.reasoning or ""), stream
     assert (stream.content or "").strip() == (eager.content or "").strip() == "All tests pass now."
+
+
+def test_outcomes_tell_recovered_lost_in_content_and_dropped_apart(tokenizers_root):
+    """The verdicts on real parser pairs over Qwen3-Thinking-2507's hermes-JSON turn.
+
+    The served pair (hermes + deepseek_r1) loses the call in the reasoning; qwen3 as reasoning
+    parser recovers it; an XML tool parser on JSON calls leaves it in the content when not
+    streaming and drops it when streaming.
+    """
+    setup = serving_setup(load_recipe(QWEN3_THINKING), tokenizers_root)
+
+    def verdicts(tool: str, reasoning: str) -> dict[tuple[str, str], str]:
+        parsers = ServedParsers(setup.tokenizer, tool, reasoning, setup.effective_kwargs)
+        return {(o.shape, o.mode): o.verdict for o in tool_call_in_reasoning(setup, parsers)}
+
+    served = verdicts("hermes", "deepseek_r1")
+    assert len(served) == 4 and set(served.values()) == {"lost"}, served
+    assert set(verdicts("hermes", "qwen3").values()) == {"recovered"}
+    xml = verdicts("qwen3_xml", "qwen3")
+    assert xml[("call_then_think_close", "non-streaming")] == "in_content", xml
+    assert xml[("call_then_think_close", "streaming")] == "dropped", xml

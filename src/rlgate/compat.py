@@ -27,6 +27,7 @@ from rlgate.serving import (
     check_data,
     check_parsers,
     check_thinking,
+    check_tool_call_in_reasoning,
     serving_chat_parameters,
     serving_setup,
 )
@@ -397,6 +398,7 @@ def check_recipe(
         check_gym,
         check_data,
         check_parsers,
+        check_tool_call_in_reasoning,
         check_thinking,
         check_budget,
         check_contiguity,

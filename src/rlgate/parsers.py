@@ -240,13 +240,19 @@ class ServedParsers:
         args: dict[int, list[str]] = {}
         # Incremental detokenization as vLLM does it (prefix/read offsets): O(n), and an
         # incomplete UTF-8 sequence is held back until the next token completes it.
+        # A generation that ends on the EOS is stop-terminated: vLLM's detokenizer
+        # (IncrementalDetokenizer.update) leaves that token out of the text, while the
+        # parser still receives its id in delta_token_ids.
         ids = list(token_ids)
+        eos_id = getattr(self.tokenizer, "eos_token_id", None)
         prefix_offset = read_offset = 0
         for i, tid in enumerate(ids):
             last = i == len(ids) - 1
             prefix_text = self.tokenizer.decode(ids[prefix_offset:read_offset])
             new_text = self.tokenizer.decode(ids[prefix_offset : i + 1])
-            if len(new_text) > len(prefix_text) and not new_text.endswith("\ufffd"):
+            if last and eos_id is not None and tid == eos_id:
+                delta = ""
+            elif len(new_text) > len(prefix_text) and not new_text.endswith("\ufffd"):
                 delta = new_text[len(prefix_text) :]
                 prefix_offset, read_offset = read_offset, i + 1
             else:

@@ -547,3 +547,162 @@ def check_data(setup: ServingSetup) -> list[Finding]:
             )
         )
     return out
+
+
+# --- a tool call written before </think> ---------------------------------------------------
+
+# How a model can write a tool call before closing its reasoning (Qwen3.5 does both; upstream
+# reports: the call ends up in reasoning_content). Keys are the functional tier's scenario ids.
+TOOL_CALL_IN_THINK_SHAPES: dict[str, str] = {
+    "call_then_think_close": "the call, then '</think>'",
+    "call_without_think_close": "the call, and '</think>' never written",
+}
+_THINKING_PARSERS = ("qwen3", "deepseek_r1")  # alternatives tried when the served pair fails
+_PROBE_CALL = Call("rlgate_probe_tool", {"command": "ls -la /testbed", "count": 3})  # as probed
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningCallOutcome:
+    """What the served parsers return for a tool call written inside the reasoning.
+
+    ``verdict``: ``recovered`` (the call in tool_calls, no markup left in text), ``duplicated``
+    (in tool_calls and its markup also left in text), ``garbled`` (a different call parsed),
+    ``in_content`` (markup left in content: Gym never executes it), ``lost`` (only in
+    reasoning_content) or ``dropped`` (nowhere).
+    """
+
+    shape: str
+    streaming: bool
+    verdict: str
+    text: str  # what the model wrote (the EOS that ends the turn not shown)
+    reasoning: str | None
+    content: str | None
+    calls: tuple[tuple[str, Any], ...]
+
+    @property
+    def mode(self) -> str:
+        """``streaming`` or ``non-streaming``."""
+        return "streaming" if self.streaming else "non-streaming"
+
+    def observed(self) -> str:
+        """The server's response in one line (what a known limitation's reason quotes)."""
+        return (
+            f"tool_calls={list(self.calls)} content={self.content!r} reasoning={self.reasoning!r}"
+        )
+
+
+def _call_verdict(parsed: Any, want: Call) -> str:
+    got = [(c.name, c.arguments) for c in parsed.calls]
+    left = [t for t in (parsed.content, parsed.reasoning) if t and want.name in t]
+    if got == [(want.name, dict(want.arguments))]:
+        return "duplicated" if left else "recovered"
+    if got:
+        return "garbled"
+    if parsed.content and want.name in parsed.content:
+        return "in_content"
+    return "lost" if left else "dropped"
+
+
+def tool_call_in_reasoning(
+    setup: ServingSetup, parsers: ServedParsers | None = None
+) -> list[ReasoningCallOutcome]:
+    """Parse a turn whose tool call is written before ``</think>``, as the chat server would.
+
+    The turn is the served template's own reasoning + tool-call turn with the call moved in
+    front of ``</think>`` (each of :data:`TOOL_CALL_IN_THINK_SHAPES`), parsed by the served
+    reasoning + tool parser pair (or ``parsers``), non-streaming and token by token. Empty
+    when the served generation prompt does not open a think block, or when no tool parser is
+    served and no ``parsers`` are given.
+    """
+    from rlgate.templates import THINK_CLOSE
+
+    if setup.profile().thinking is not ThinkingMode.OPEN:
+        return []
+    if parsers is None:
+        if setup.tool_parser is None:
+            return []
+        parsers = setup.parsers()
+    text, ctx = _probe_model_output(setup)
+    head, closed, call = text.partition(THINK_CLOSE)
+    if not closed or _PROBE_CALL.name not in call:
+        return []
+    # The template's own pieces: reasoning, its newline(s) before </think>, the call block.
+    reasoning = head.rstrip("\n")
+    gap, call = head[len(reasoning) :], call.lstrip("\n")
+    texts = {
+        "call_then_think_close": f"{reasoning}{gap}{call}{gap}{THINK_CLOSE}",
+        "call_without_think_close": f"{reasoning}{gap}{call}",
+    }
+    eos = setup.tokenizer.eos_token_id
+    out = []
+    for shape, written in texts.items():
+        ids = ctx.encode(written) + ([eos] if eos is not None else [])
+        for streaming in (False, True):
+            parsed = (
+                parsers.parse_streaming(ids, PROBE_TOOLS, [])
+                if streaming
+                else parsers.parse(written, PROBE_TOOLS, ids)
+            )
+            out.append(
+                ReasoningCallOutcome(
+                    shape,
+                    streaming,
+                    _call_verdict(parsed, _PROBE_CALL),
+                    written,
+                    parsed.reasoning,
+                    parsed.content,
+                    tuple((c.name, c.arguments) for c in parsed.calls),
+                )
+            )
+    return out
+
+
+def check_tool_call_in_reasoning(setup: ServingSetup) -> list[Finding]:
+    """Warn when a tool call the model writes before ``</think>`` never reaches the agent."""
+    outcomes = tool_call_in_reasoning(setup)
+    if not outcomes:
+        return []
+    key = f"{SERVING_KWARGS}.reasoning_parser"
+    pair = f"reasoning_parser {setup.reasoning_parser!r} + tool_parser {setup.tool_parser!r}"
+    bad = [o for o in outcomes if o.verdict != "recovered"]
+    if not bad:
+        return [
+            Finding(
+                "tool-call-in-reasoning",
+                INFO,
+                key,
+                f"a tool call written before '</think>' (closed after it or never) is recovered "
+                f"by {pair}, streaming and non-streaming",
+            )
+        ]
+    working = []
+    for name in _THINKING_PARSERS:
+        if name == setup.reasoning_parser:
+            continue
+        alt = ServedParsers(setup.tokenizer, setup.tool_parser, name, setup.effective_kwargs)
+        normal = alt.parse(_probe_model_output(setup)[0], PROBE_TOOLS)
+        if (
+            _call_verdict(normal, _PROBE_CALL) == "recovered"
+            and "Inspect the tree first." in (normal.reasoning or "")
+            and all(o.verdict == "recovered" for o in tool_call_in_reasoning(setup, alt))
+        ):
+            working.append(name)
+    verdicts = {o.verdict for o in bad}
+    cases = (
+        f"{bad[0].verdict} in every case: both shapes, streaming and non-streaming"
+        if len(bad) == len(outcomes) and len(verdicts) == 1
+        else "; ".join(f"{o.shape} ({o.mode}): {o.verdict}" for o in bad)
+    )
+    fix = f" Reasoning parsers that recover it: {', '.join(working)}." if working else ""
+    return [
+        Finding(
+            "tool-call-in-reasoning",
+            WARNING,
+            key,
+            f"a tool call the model writes before '</think>' does not come back as a clean tool "
+            f"call with {pair} ({cases}); e.g. the server returns {bad[0].observed()}. NeMo RL "
+            "counts such a turn in train/invalid_tool_call_rate only when the markup is in the "
+            "turn's last output item (nemo_rl/environments/nemo_gym.py::"
+            f"_detect_invalid_tool_call_and_malformed_thinking).{fix}",
+        )
+    ]

@@ -48,6 +48,7 @@ NEMO_RL_TAGS = {
     "train/total_tokens_per_sample/mean",
     "train/total_tokens_per_sample/max",
     "train/invalid_tool_call_rate",
+    "train/malformed_thinking_rate",
     "timing/train/total_step_time",
     "timing/train/policy_training",
     "timing/train/exposed_generation",

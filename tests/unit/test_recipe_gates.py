@@ -34,6 +34,8 @@ EXPECTED = {
     Fault.REWARD_FLAT: {"reward_improvement"},
     Fault.NAN_LOSS: {"finite:train/loss"},
     Fault.TRUNCATION_RUNAWAY: {"truncation_rate"},
+    Fault.TOOL_CALLS_IN_REASONING: {"tool_call_failure_rate"},
+    Fault.MALFORMED_THINKING: {"malformed_thinking_rate_mean"},
     Fault.STEP_TIME_UP: {STEP, TOK},
     Fault.TOKENS_DOWN: {TOK, "perf:performance/generation_tokens_per_sec_per_gpu"},
 }

@@ -58,6 +58,8 @@ class Fault(Enum):
     STEP_TIME_UP = "step_time_plus20pct"
     TOKENS_DOWN = "tokens_per_sec_minus15pct"
     RESUMED = "resumed_two_exp_dirs"
+    TOOL_CALLS_IN_REASONING = "tool_calls_in_reasoning"
+    MALFORMED_THINKING = "malformed_thinking"
 
 
 # Checks that must fail (or error) on each fault; every other planned check must pass.
@@ -82,6 +84,8 @@ EXPECTED_CATCHES: Mapping[Fault, frozenset[str]] = {
     Fault.NAN_LOSS: frozenset({"finite:train/loss"}),
     Fault.TURNS_AT_MAX: frozenset({"turns_mean", "max_turns_share"}),
     Fault.TRUNCATION_RUNAWAY: frozenset({"truncation_rate", "natural_termination_rate"}),
+    Fault.TOOL_CALLS_IN_REASONING: frozenset({"tool_call_failure_rate"}),
+    Fault.MALFORMED_THINKING: frozenset({"malformed_thinking_rate_mean"}),
     Fault.STEP_TIME_UP: frozenset(
         {"perf:timing/train/total_step_time", "perf:performance/tokens_per_sec_per_gpu"}
     ),
@@ -182,7 +186,7 @@ def _agentic(fault: Fault, p: Profile, rng: np.random.Generator) -> dict[str, np
     if fault is Fault.TRUNCATION_RUNAWAY:
         trunc = np.clip(trunc + np.clip((s - n * 0.3) / n, 0, None) * 0.7, 0, 1)
     pinned = (fault is Fault.TURNS_AT_MAX) & (s > n / 5)
-    return {
+    out = {
         f"{_TURNS}/mean": np.where(
             pinned, full - rng.uniform(0.5, 2.0, n), 22 + rng.normal(0, 1.5, n)
         ),
@@ -196,6 +200,17 @@ def _agentic(fault: Fault, p: Profile, rng: np.random.Generator) -> dict[str, np
         "train/total_tokens_per_sample/max": np.where(trunc > 0, float(p.max_model_len), 61_000.0),
         "train/invalid_tool_call_rate": np.clip(rng.normal(0.01, 0.004, n), 0, 1),
     }
+    # NeMo RL logs both penalty rates together, per assistant turn (grpo.py::
+    # _apply_message_level_advantage_penalties). Faults from 30 % of the run: tool calls written
+    # inside the reasoning and lost there (flagged as invalid), think tags leaking into answers.
+    # The child stream keeps every other series of a seed what it was before this tag existed.
+    malformed = np.clip(rng.spawn(1)[0].normal(0.004, 0.002, n), 0, 1)
+    late = s > n * 0.3
+    if fault is Fault.TOOL_CALLS_IN_REASONING:
+        out["train/invalid_tool_call_rate"] += np.where(late, 0.12, 0.0)
+    if fault is Fault.MALFORMED_THINKING:
+        malformed = np.where(late, malformed + 0.15, malformed)
+    return {**out, "train/malformed_thinking_rate": malformed}
 
 
 def _series(fault: Fault, p: Profile, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -278,7 +293,7 @@ grpo:
   max_num_steps: $steps
   val_period: $val_period
   val_at_start: true
-  invalid_tool_call_advantage: -5.0  # makes NeMo RL log train/invalid_tool_call_rate
+  invalid_tool_call_advantage: -5.0  # NeMo RL then logs both penalty rates
   async_grpo: {enabled: true, max_trajectory_age_steps: 1, in_flight_weight_updates: true}
 policy:
   model_name: Qwen/Qwen3.5-35B-A3B
@@ -307,6 +322,8 @@ rlgate:
          condition: 'ratio_above(data["train/token_mult_prob_error"], 1.1) < 0.1'}
       - {name: trajectory_age_max, condition: 'max(data["train/avg_trajectory_age"]) <= 1.0'}
       - {name: gpu_memory_max, condition: 'max(data["ray/node.0.gpu.0.mem_gb"]) < 80'}
+      - {name: malformed_thinking_rate_mean, metric: train/malformed_thinking_rate,
+         reducer: mean, op: "<=", threshold: 0.05}
     reward: {test: trend, alpha: 0.05, min_improvement: 0.05}
     agentic: {turns_mean: 40, max_turns_share: 0.3, truncation_rate: 0.1,
               natural_termination_rate: 0.9, tool_call_failure_rate: 0.05}

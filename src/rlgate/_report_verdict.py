@@ -297,7 +297,8 @@ def _junit_set(
     n_raw = _one_value(props, ("rlgate.n_instances",))
     n = int(n_raw) if n_raw is not None and n_raw.isdigit() else None
     claim = _one_value(props, _SET_PROPERTIES)
-    sha = _one_value(props, _SHA_PROPERTIES)
+    ids_sha = _one_value(props, ("rlgate.instance_set.ids_sha256",))
+    sha = ids_sha or _one_value(props, _SHA_PROPERTIES)
     ids = [
         c.name for c in cases if c.tier is ReleaseTier.SWE_GATE and c.informational == "instance"
     ]
@@ -310,7 +311,7 @@ def _junit_set(
             problems.append(f"it claims {claim!r} but its instances are {counted.value!r}")
         return counted, len(set(ids)), problems
     if claim is not None:
-        instance_set, problem = _claimed_set(claim, None, n)
+        instance_set, problem = _claimed_set(claim, ids_sha, n)
         return instance_set, n, [problem] if problem else []
     return _set_from_hash(sha, n) or InstanceSet.UNKNOWN, n, []
 

@@ -10,10 +10,10 @@ mathtext).
 A corpus of hostile strings goes into every channel a user can fill: JUnit testcase names,
 classnames, messages, skip reasons, testcase and suite properties (written with
 junitparser), run JSON and SWE JSON fields (real documents with fields replaced). The pages
-are checked as written and as rendered by a CommonMark renderer (markdown-it-py) and an
-HTML parser: the only links are the report's own anchors, the only images its own plots,
-no tag or attribute comes from an input, no raw control character survives, and the
-hostile text is still visible as text.
+are checked as written and as rendered by a GitHub-like Markdown renderer (markdown-it-py's
+``gfm-like``: tables, strikethrough, bare-URL autolinks) and an HTML parser: the only links
+are the report's own anchors, the only images its own plots, no tag or attribute comes from
+an input, no raw control character survives, and the hostile text is still visible as text.
 """
 
 import contextlib
@@ -168,7 +168,8 @@ def _parse(markup: str) -> _Tags:
 
 
 def _markdown() -> MarkdownIt:
-    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    """GitHub-like: tables, strikethrough and bare-URL autolinks (linkify)."""
+    return MarkdownIt("gfm-like")
 
 
 def _rendered(md: str) -> str:

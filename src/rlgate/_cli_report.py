@@ -63,7 +63,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         if not args.junit:
             raise RlgateError("rlgate report needs --junit FILE... (or --demo)")
-        out = prepare_out_dir(args.out or "rlgate-report", force=args.force, inputs=given)
         report = build_report(
             args.junit,
             runs=args.run,
@@ -74,6 +73,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
             tokenizers=args.tokenizers,
             draw_plots=not args.no_plots,
         )
+        # after reading: every input is known (run directories a run JSON names included)
+        # and nothing is created on disk for inputs that turn out to be invalid
+        protected = [*given, *report.protected]
+        out = prepare_out_dir(args.out or "rlgate-report", force=args.force, inputs=protected)
         files = write_report(report, out)
     print(f"verdict: {report.verdict.value}")
     print(report.story)

@@ -1,8 +1,18 @@
 """Read the release report's inputs: JUnit files, check-run / swe-compare JSON, recipe facts.
 
 Read-only. Every reader raises :class:`~rlgate._errors.RlgateError` naming the file on
-input it cannot trust (not XML, truncated, not JUnit, a JSON of the wrong shape or schema
-version); nothing is skipped silently.
+input it cannot trust; nothing is skipped silently. The boundary is here, one reader per
+kind of input:
+
+* JUnit: a regular file of at most ``MAX_JUNIT_BYTES``, well-formed XML (expat: no external
+  entities, entity-amplification limit) nested at most ``MAX_XML_DEPTH`` deep, rooted at
+  ``<testsuites>``/``<testsuite>``; a testcase ``time`` is a finite number of seconds >= 0;
+  an ``rlgate.verdict`` property is one of its tier's verdicts (``pass``/``fail``/``error``
+  for a check, the SWE verdicts on ``swe_gate``);
+* JSON (``check-run --json``, ``swe compare --json``): at most ``MAX_JSON_BYTES`` of strict
+  UTF-8 read by :func:`rlgate._io.read_json`, then validated by strict pydantic models
+  (no coercion of strings or booleans to numbers, finite numbers, rates in [0, 1], counts
+  >= 0, both arms and the dataset of the same size).
 
 JUnit merging: rlgate's tiers write xunit1 (``junit_family = "xunit1"``), whose testcase
 ``file``/``line`` attributes and ``<properties>`` are not allowed by pytest's
@@ -15,22 +25,30 @@ against the schema and still carries the evidence. The input files are never mod
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rlgate._errors import RlgateError
-from rlgate._io import SCHEMA_VERSION
+from rlgate._io import SCHEMA_VERSION, read_json
+from rlgate._text import printable
+from rlgate.junit import INFORMATIONAL_PROPERTY, PROPERTY_PREFIX
 from rlgate.swe_report import INSTANCE_SUITE
 
 __all__ = [
+    "CHECK_VERDICTS",
+    "MAX_JSON_BYTES",
+    "MAX_JUNIT_BYTES",
+    "MAX_XML_DEPTH",
+    "SWE_VERDICTS",
     "CaseStatus",
     "GateCase",
     "JunitEvidence",
@@ -43,6 +61,21 @@ __all__ = [
     "load_swe_doc",
     "sha256_path",
 ]
+
+# A tier's JUnit is a few MB (the 500-instance SWE suite ~0.5 MB); a nested element deeper
+# than a handful of levels is not JUnit (testsuites > testsuite > testcase > properties >
+# property). Both bounds keep a hostile file from costing memory or recursion.
+MAX_JUNIT_BYTES = 256 * 2**20
+MAX_JSON_BYTES = 64 * 2**20
+MAX_XML_DEPTH = 32
+
+VERDICT = f"{PROPERTY_PREFIX}verdict"
+# a check's verdict (rlgate.checks.Status; the rollout-path CPU-time gate's
+# rlgate.rollout_gate.Verdict adds "improved": faster than its baseline, a pass)
+CHECK_VERDICTS = ("pass", "improved", "fail", "error")
+SWE_VERDICTS = ("improved", "regressed", "no_significant_change", "inconclusive")
+# numbers a swe_gate criterion records that the report reads (rlgate.swe_report)
+SWE_NUMBERS = tuple(f"{PROPERTY_PREFIX}{k}" for k in ("delta_pp", "ci95_low_pp", "ci95_high_pp"))
 
 
 class ReleaseTier(Enum):
@@ -62,6 +95,11 @@ REQUIRED_TIERS = (
     ReleaseTier.PERF,
     ReleaseTier.SWE_GATE,
 )
+# Tiers whose gating checks record their verdict (``rlgate.verdict``): the convergence and
+# perf checks (rlgate.testing.tier, check-run --junit, the rollout-path gate) and the SWE
+# gate criteria. A testcase of these tiers without a verdict (a benchmark, a sanity test of
+# a benchmark's inputs) is evidence, but not a gate check that makes its tier count as run.
+VERDICT_TIERS = (ReleaseTier.CONVERGENCE, ReleaseTier.PERF, ReleaseTier.SWE_GATE)
 
 
 class CaseStatus(Enum):
@@ -76,7 +114,12 @@ class CaseStatus(Enum):
 
 @dataclass(frozen=True, slots=True)
 class GateCase:
-    """One testcase of one input file, classified."""
+    """One testcase of one input file, classified.
+
+    ``informational`` is empty for a gate testcase, else why it is not one: ``"instance"``
+    (the per-instance suite of ``swe compare``) or what the ``rlgate.informational``
+    property says (``"benchmark"``, set by rlgate's pytest plugin on benchmarks).
+    """
 
     anchor: str
     tier: ReleaseTier
@@ -87,16 +130,40 @@ class GateCase:
     message: str
     source: str
     properties: tuple[tuple[str, str], ...] = ()
-    informational: bool = False
+    informational: str = ""
 
     def prop(self, key: str) -> str | None:
         """The value of property ``key`` (first one), or None."""
         return next((v for k, v in self.properties if k == key), None)
 
+    def number(self, key: str) -> float | None:
+        """Property ``key`` as a finite number (None if absent); anything else is an error."""
+        raw = self.prop(key)
+        if raw is None:
+            return None
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise RlgateError(
+                f"{self.source}: testcase {self.name!r}: property {key} = {raw!r} is not a "
+                "finite number",
+                hint="regenerate the JUnit with the rlgate command or tier that wrote it",
+            )
+        return value
+
     @property
     def executed(self) -> bool:
         """True when the test body ran to a verdict (not skipped, not an expected failure)."""
         return self.status in (CaseStatus.PASSED, CaseStatus.FAILED, CaseStatus.ERROR)
+
+    @property
+    def gating(self) -> bool:
+        """A gate check: not informational and, in a verdict tier, it records its verdict."""
+        if self.informational:
+            return False
+        return self.tier not in VERDICT_TIERS or self.prop(VERDICT) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +176,11 @@ class JunitEvidence:
 
 
 def sha256_path(path: Path) -> str:
-    """sha256 of a file (streamed), or ``"directory"`` for a directory."""
+    """sha256 of a regular file (streamed), ``"directory"`` for a directory, else ``""``."""
     if path.is_dir():
         return "directory"
+    if not path.is_file():  # a FIFO or device would block or never end
+        return ""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -128,11 +197,37 @@ def classify_tier(classname: str) -> ReleaseTier:
     return ReleaseTier.OTHER
 
 
-def _parse_root(path: Path) -> ET.Element:
+def _regular_file(path: Path, what: str, limit: int) -> None:
+    """Refuse what is not a regular file of at most ``limit`` bytes (exit 2, naming it)."""
     if not path.is_file():
-        raise RlgateError(f"JUnit file not found: {path}")
+        kind = "is a directory" if path.is_dir() else "not found"
+        if path.exists() and not path.is_dir():
+            kind = "is not a regular file"
+        raise RlgateError(f"{what} {kind}: {path}")
+    size = path.stat().st_size
+    if size > limit:
+        raise RlgateError(
+            f"{what} {path} is {size / 2**20:.0f} MiB; rlgate reads at most "
+            f"{limit // 2**20} MiB of it",
+            hint="is this the right file? a tier's JUnit or an rlgate JSON is a few MB",
+        )
+
+
+def _parse_root(path: Path) -> ET.Element:
+    _regular_file(path, "JUnit file", MAX_JUNIT_BYTES)
+    depth = 0
     try:
-        root = ET.parse(path).getroot()
+        with path.open("rb") as fh:
+            events = ET.iterparse(fh, events=("start", "end"))
+            for event, _ in events:
+                depth += 1 if event == "start" else -1
+                if depth > MAX_XML_DEPTH:
+                    raise RlgateError(
+                        f"{path}: not a JUnit report: elements nested more than "
+                        f"{MAX_XML_DEPTH} deep",
+                        hint="a JUnit report nests testsuites > testsuite > testcase > result",
+                    )
+            root = events.root  # type: ignore[attr-defined]
     except ET.ParseError as exc:
         raise RlgateError(
             f"{path}: not valid XML ({exc})",
@@ -147,10 +242,17 @@ def _parse_root(path: Path) -> ET.Element:
     return root
 
 
-def _suites(root: ET.Element) -> list[TestSuite]:
-    if root.tag == "testsuite":
-        return [TestSuite.fromelem(root)]
-    return list(JUnitXml.fromroot(root))
+def _suites(root: ET.Element, path: Path) -> list[TestSuite]:
+    """Every ``<testsuite>``, nested ones included; a testcase outside any suite is refused."""
+    elems = list(root.iter("testsuite"))
+    attributed = sum(len(e.findall("testcase")) for e in elems)
+    total = sum(1 for _ in root.iter("testcase"))
+    if attributed != total:
+        raise RlgateError(
+            f"{path}: not a JUnit report: {total - attributed} <testcase> element(s) outside "
+            "a <testsuite>"
+        )
+    return [TestSuite.fromelem(e) for e in elems]
 
 
 def _status(case: TestCase) -> tuple[CaseStatus, str]:
@@ -196,6 +298,47 @@ def _schema_case(case: TestCase, props: tuple[tuple[str, str], ...]) -> TestCase
     return out
 
 
+def _check_case(path: Path, case: TestCase, tier: ReleaseTier, informational: str) -> None:
+    """Refuse a testcase rlgate would misread: a bad ``time`` or an unknown verdict."""
+    where = f"{path}: testcase {case.name or ''!r}"
+    seconds = case._elem.get("time")
+    if seconds is not None:
+        if not (_finite(seconds) and float(seconds) >= 0):
+            raise RlgateError(f"{where}: time={seconds!r} is not a number of seconds >= 0")
+    props = _case_properties(case)
+    if tier is ReleaseTier.SWE_GATE and not informational:
+        for key, raw in props:
+            if key in SWE_NUMBERS and not _finite(raw):
+                raise RlgateError(
+                    f"{where}: property {key} = {raw!r} is not a finite number",
+                    hint="regenerate the JUnit with the rlgate command or tier that wrote it",
+                )
+    verdict = next((v for k, v in props if k == VERDICT), None)
+    if verdict is None or informational or tier not in VERDICT_TIERS:
+        return
+    allowed = SWE_VERDICTS if tier is ReleaseTier.SWE_GATE else CHECK_VERDICTS
+    if verdict not in allowed:
+        raise RlgateError(
+            f"{where}: {VERDICT} = {verdict!r} is not a {tier.value} verdict "
+            f"(expected one of {', '.join(allowed)})",
+            hint="regenerate the JUnit with the rlgate command or tier that wrote it",
+        )
+
+
+def _finite(raw: str) -> bool:
+    try:
+        return math.isfinite(float(raw))
+    except ValueError:
+        return False
+
+
+def _informational(classname: str, props: tuple[tuple[str, str], ...]) -> str:
+    if classname.startswith(INSTANCE_SUITE):
+        return "instance"
+    flag = next((v for k, v in props if k == INFORMATIONAL_PROPERTY), "")
+    return flag.strip()
+
+
 def load_junit(paths: Sequence[str | os.PathLike[str]]) -> JunitEvidence:
     """Parse every JUnit file, classify its testcases, and build the merged document."""
     if not paths:
@@ -205,25 +348,30 @@ def load_junit(paths: Sequence[str | os.PathLike[str]]) -> JunitEvidence:
     suite_props: list[tuple[str, str, str]] = []
     for raw in paths:
         path = Path(raw)
-        digest = sha256_path(path) if path.is_file() else ""
-        for suite in _suites(_parse_root(path)):
-            out = TestSuite(suite.name or path.stem)
+        root = _parse_root(path)
+        digest = sha256_path(path)
+        for suite in _suites(root, path):
+            out = TestSuite(suite.name or printable(path.stem))
             for attr in ("timestamp", "hostname"):
                 if suite._elem.get(attr):
                     out._elem.set(attr, suite._elem.get(attr))
             for prop in suite.properties():
-                out.add_property(prop.name, prop.value)
-                suite_props.append((str(path), prop.name, prop.value))
-            out.add_property("rlgate.source", str(path))
+                name, value = prop.name or "", prop.value or ""
+                out.add_property(name, value)
+                suite_props.append((str(path), name, value))
+            out.add_property("rlgate.source", printable(path))  # a name may hold controls
             out.add_property("rlgate.source_sha256", digest)
             for case in suite:
                 props = _case_properties(case)
-                status, message = _status(case)
                 classname = case.classname or ""
+                tier = classify_tier(classname)
+                informational = _informational(classname, props)
+                _check_case(path, case, tier, informational)
+                status, message = _status(case)
                 cases.append(
                     GateCase(
                         anchor=f"case-{len(cases) + 1}",
-                        tier=classify_tier(classname),
+                        tier=tier,
                         suite=out.name,
                         classname=classname,
                         name=case.name or "",
@@ -231,7 +379,7 @@ def load_junit(paths: Sequence[str | os.PathLike[str]]) -> JunitEvidence:
                         message=message,
                         source=str(path),
                         properties=props,
-                        informational=classname.startswith(INSTANCE_SUITE),
+                        informational=informational,
                     )
                 )
                 out._add_testcase_no_update_stats(_schema_case(case, props))
@@ -254,9 +402,16 @@ def _merged_text(merged: JUnitXml) -> str:
 
 # --- JSON inputs ------------------------------------------------------------------------
 
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Rate = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Points = Annotated[float, Field(ge=-100.0, le=100.0, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0)]
+
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    """Strict: no string or boolean read as a number, no NaN or infinity unless declared."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class CheckDoc(_Doc):
@@ -265,7 +420,8 @@ class CheckDoc(_Doc):
     name: str
     tier: Literal["convergence", "perf"]
     status: Literal["pass", "fail", "error"]
-    value: float | str | None = None
+    # a check's value may be NaN (a NaN loss is what the check caught)
+    value: Annotated[float, Field(allow_inf_nan=True)] | str | None = None
     bound: str = ""
     message: str = ""
     metric: str | None = None
@@ -283,30 +439,30 @@ class RunDoc(_Doc):
     """``rlgate check-run --json`` (rlgate.checkplan.GateReport.to_dict)."""
 
     schema_version: int
-    recipe: str
-    run: str
+    recipe: Annotated[str, Field(min_length=1)]
+    run: Annotated[str, Field(min_length=1)]
     passed: bool
-    checks: tuple[CheckDoc, ...]
-    skipped: tuple[SkipDoc, ...] = ()
-    target_step: int | None = None
-    warnings: tuple[str, ...] = ()
+    checks: tuple[CheckDoc, ...] = Field(strict=False)
+    skipped: tuple[SkipDoc, ...] = Field(default=(), strict=False)
+    target_step: Count | None = None
+    warnings: tuple[str, ...] = Field(default=(), strict=False)
 
 
 class SweRunDoc(_Doc):
     """One run (seed) of an arm in ``rlgate swe compare --json``."""
 
     label: str
-    rate: float
-    infra_error_rate: float
+    rate: Rate
+    infra_error_rate: Rate
 
 
 class ArmDoc(_Doc):
     """One arm of ``rlgate swe compare --json``."""
 
-    runs: tuple[SweRunDoc, ...]
-    rate: float
-    rate_se: float | None = None
-    n_instances: int
+    runs: tuple[SweRunDoc, ...] = Field(strict=False, min_length=1)
+    rate: Rate
+    rate_se: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] | None = None
+    n_instances: Annotated[int, Field(ge=1)]
 
 
 class CriterionDoc(_Doc):
@@ -321,10 +477,27 @@ class RepoDoc(_Doc):
     """One repository row of ``rlgate swe compare --json``."""
 
     repo: str
-    n: int
-    before_resolved: float
-    after_resolved: float
-    delta_pp: float
+    n: Annotated[int, Field(ge=1)]
+    before_resolved: Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+    after_resolved: Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+    delta_pp: Points
+
+    @model_validator(mode="after")
+    def _within_n(self) -> RepoDoc:
+        if max(self.before_resolved, self.after_resolved) > self.n:
+            raise ValueError(f"{self.repo}: more instances resolved than its n = {self.n}")
+        return self
+
+
+class DatasetDoc(_Doc):
+    """The instance set of ``rlgate swe compare --json`` (``instance_set`` since rlgate 0.1)."""
+
+    source: str
+    n_instances: Annotated[int, Field(ge=1)]
+    instance_set: Literal["swe-bench-verified", "verified-subset", "unknown"] | None = None
+    file_sha256: str | None = None
+    ids_sha256: str
+    labels_sha256: str | None = None
 
 
 class SweDoc(_Doc):
@@ -332,38 +505,55 @@ class SweDoc(_Doc):
 
     schema_version: int
     verdict: Literal["improved", "regressed", "no_significant_change", "inconclusive"]
-    reasons: tuple[str, ...] = ()
-    delta_pp: float
-    p_value: float
-    ci95_pp: tuple[float, float]
+    reasons: tuple[str, ...] = Field(default=(), strict=False)
+    delta_pp: Points
+    p_value: Rate
+    ci95_pp: tuple[Points, Points] = Field(strict=False)
     test: str
-    alpha: float
-    max_infra_error_rate: float
-    dataset: dict[str, Any]
+    alpha: Annotated[float, Field(gt=0.0, lt=1.0, allow_inf_nan=False)]
+    margin_pp: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] | None = None
+    max_infra_error_rate: Rate
+    dataset: DatasetDoc
     before: ArmDoc
     after: ArmDoc
-    lost: int
-    gained: int
-    criteria: tuple[CriterionDoc, ...]
-    per_repo: tuple[RepoDoc, ...] = ()
+    lost: Count
+    gained: Count
+    criteria: tuple[CriterionDoc, ...] = Field(strict=False, min_length=1)
+    per_repo: tuple[RepoDoc, ...] = Field(default=(), strict=False)
+
+    @model_validator(mode="after")
+    def _one_universe(self) -> SweDoc:
+        n = self.dataset.n_instances
+        if not self.before.n_instances == self.after.n_instances == n:
+            raise ValueError(
+                f"the arms and the dataset disagree on the number of instances "
+                f"(before {self.before.n_instances}, after {self.after.n_instances}, "
+                f"dataset {n})"
+            )
+        if self.lost + self.gained > n:
+            raise ValueError(f"lost {self.lost} + gained {self.gained} exceeds n = {n}")
+        if self.ci95_pp[0] > self.ci95_pp[1]:
+            raise ValueError(f"ci95_pp {list(self.ci95_pp)} has its low end above its high end")
+        return self
+
+
+_COMMANDS = {
+    "run JSON": "`rlgate check-run RUN --recipe R --json FILE`",
+    "SWE JSON": "`rlgate swe compare ... --json FILE`",
+}
 
 
 def _load_doc(path: str | os.PathLike[str], model: type[BaseModel], what: str) -> Any:
-    import json
-
     src = Path(path)
-    try:
-        text = src.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RlgateError(f"{what} {src}: cannot read: {exc}") from exc
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RlgateError(
-            f"{what} {src}: not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})",
-            hint="the file looks truncated; regenerate it",
-        ) from exc
-    version = raw.get("schema_version") if isinstance(raw, dict) else None
+    hint = f"expected the output of {_COMMANDS[what]}"
+    _regular_file(src, what, MAX_JSON_BYTES)
+    raw = read_json(src, what=what, hint=hint)
+    if not isinstance(raw, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+            type(raw), "a number"
+        )
+        raise RlgateError(f"{what} {src}: the JSON is {kind}, not an object", hint=hint)
+    version = raw.get("schema_version")
     if version != SCHEMA_VERSION:
         raise RlgateError(
             f"{what} {src}: schema_version {version!r}, this rlgate reads {SCHEMA_VERSION}",
@@ -376,15 +566,7 @@ def _load_doc(path: str | os.PathLike[str], model: type[BaseModel], what: str) -
             f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}"
             for e in exc.errors()[:5]
         )
-        raise RlgateError(
-            f"{what} {src}: unexpected shape: {problems}", hint=f"expected {_COMMANDS[what]}"
-        ) from None
-
-
-_COMMANDS = {
-    "run JSON": "`rlgate check-run RUN --recipe R --json FILE`",
-    "SWE JSON": "`rlgate swe compare ... --json FILE`",
-}
+        raise RlgateError(f"{what} {src}: unexpected shape: {problems}", hint=hint) from None
 
 
 def load_run_doc(path: str | os.PathLike[str]) -> RunDoc:

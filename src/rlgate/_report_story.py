@@ -7,19 +7,26 @@ metadata. The story sentence is the README's template filled from the evidence::
     SWE-bench Verified (Δ, CI, p, seeds), with key training health metrics verified
 
 and, whenever the evidence cannot carry a clause, the sentence it can honestly make
-instead (an inconclusive or missing comparison, failing or missing health checks, an
-unknown model or time). A demo sentence starts with ``DEMO``.
+instead (an inconclusive, self-contradicting or missing comparison, failing or missing
+health checks, an unknown model or time). The instance set is named as compared: only the
+full set is "SWE-bench Verified"; otherwise "a 100-instance subset of SWE-bench Verified"
+or "an unrecognised 100-instance set". A demo sentence starts with ``DEMO``.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from rlgate._report_inputs import GateCase, JunitEvidence, SweDoc, sha256_path
+from rlgate._report_verdict import SweEvidence
+from rlgate._text import one_line
 from rlgate.metrics import RunMetrics
+
+Escape = Callable[[str], str]
 
 __all__ = [
     "RecipeFacts",
@@ -125,7 +132,7 @@ class StoryInputs:
     health_failures: tuple[str, ...]
     perf_failures: tuple[str, ...]
     swe: SweDoc | None
-    swe_verdict: str | None
+    swe_evidence: SweEvidence | None
     swe_cases: tuple[GateCase, ...]
     demo: bool
 
@@ -250,14 +257,14 @@ def _p(p: float) -> str:
     return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
 
 
-def _swe_numbers(doc: SweDoc) -> tuple[str, str, str]:
+def _swe_numbers(doc: SweDoc, esc: Escape) -> tuple[str, str, str]:
     """(before rate, after rate, the statistics in parentheses)."""
     k_b, k_a = len(doc.before.runs), len(doc.after.runs)
     seeds = _plural(k_b, "seed") + " per arm" if k_b == k_a else f"{k_b} vs {k_a} seeds"
     lo, hi = doc.ci95_pp
     stats = (
         f"Δ {doc.delta_pp:+.1f} pp, 95% CI [{lo:+.1f}, {hi:+.1f}] pp, "
-        f"{_TESTS.get(doc.test, doc.test)} {_p(doc.p_value)}, {seeds}, "
+        f"{_TESTS.get(doc.test) or esc(doc.test)} {_p(doc.p_value)}, {seeds}, "
         f"n = {doc.before.n_instances}"
     )
     return f"{100 * doc.before.rate:.1f}%", f"{100 * doc.after.rate:.1f}%", stats
@@ -266,10 +273,10 @@ def _swe_numbers(doc: SweDoc) -> tuple[str, str, str]:
 def _junit_numbers(cases: tuple[GateCase, ...]) -> str | None:
     for case in cases:
         delta, lo, hi = (
-            case.prop(f"rlgate.{k}") for k in ("delta_pp", "ci95_low_pp", "ci95_high_pp")
+            case.number(f"rlgate.{k}") for k in ("delta_pp", "ci95_low_pp", "ci95_high_pp")
         )
-        if delta and lo and hi:
-            return f"Δ {float(delta):+.1f} pp, 95% CI [{float(lo):+.1f}, {float(hi):+.1f}] pp"
+        if delta is not None and lo is not None and hi is not None:
+            return f"Δ {delta:+.1f} pp, 95% CI [{lo:+.1f}, {hi:+.1f}] pp"
     return None
 
 
@@ -295,55 +302,66 @@ def _inconclusive_why(doc: SweDoc | None, cases: tuple[GateCase, ...]) -> str:
     return errors[0][:200] if errors else "see the SWE gate section"
 
 
-def _swe_clause(s: StoryInputs) -> tuple[str | None, str | None]:
+def _swe_clause(s: StoryInputs, esc: Escape) -> tuple[str | None, str | None]:
     """(claim, caveat): exactly one is set."""
-    verdict = s.swe_verdict
-    if verdict is None:
+    ev = s.swe_evidence
+    if ev is None:
         return None, "there is no SWE-bench Verified comparison"
-    if verdict == "inconclusive":
-        return None, "the SWE-bench comparison is inconclusive: " + _inconclusive_why(
-            s.swe, s.swe_cases
+    if ev.contradictions:
+        return None, f"the SWE-bench comparison contradicts itself ({esc(ev.contradictions[0])})"
+    if ev.stated == "inconclusive":
+        return None, "the SWE-bench comparison is inconclusive: " + esc(
+            _inconclusive_why(s.swe, s.swe_cases)
         )
+    on = ev.universe()
     if s.swe is not None:
-        before, after, stats = _swe_numbers(s.swe)
-        span = f"from {before} to {after}"
+        before, after, stats = _swe_numbers(s.swe, esc)
+        span = f"from {before} to {after} "
     else:
         stats, span = _junit_numbers(s.swe_cases) or "numbers in the swe_gate JUnit", ""
+        stats += f", n = {ev.n}" if ev.n else ""
     claim = {
-        "improved": f"improves {span} on SWE-bench Verified".replace("  ", " "),
-        "regressed": f"regresses {span} on SWE-bench Verified".replace("  ", " "),
-        "no_significant_change": "shows no significant change on SWE-bench Verified"
-        + (f" ({span.removeprefix('from ').replace(' to ', ' → ')})" if span else ""),
-    }[verdict]
+        "improved": f"improves {span}on {on}",
+        "regressed": f"regresses {span}on {on}",
+        "no_significant_change": f"shows no significant change on {on}"
+        + (f" ({span.strip().removeprefix('from ').replace(' to ', ' → ')})" if span else ""),
+    }[ev.stated]
     return f"{claim} ({stats})", None
 
 
-def _names(items: tuple[str, ...]) -> str:
-    return ", ".join(items[:3]) + (" …" if len(items) > 3 else "")
+def _names(items: tuple[str, ...], esc: Escape) -> str:
+    return ", ".join(esc(x) for x in items[:3]) + (" …" if len(items) > 3 else "")
 
 
-def _health_clause(s: StoryInputs) -> str:
+def _health_clause(s: StoryInputs, esc: Escape) -> str:
     if s.health_failures:
-        health = f"with failing training health checks ({_names(s.health_failures)})"
+        health = f"with failing training health checks ({_names(s.health_failures, esc)})"
     elif not s.health_ran:
         health = "without verified training health metrics (the convergence tier did not run)"
     else:
         health = "with key training health metrics verified"
     if s.perf_failures:
-        health += f" and a perf regression against the baseline ({_names(s.perf_failures)})"
+        failing = _names(s.perf_failures, esc)
+        health += f" and a perf regression against the baseline ({failing})"
     return health
 
 
-def story_sentence(s: StoryInputs) -> str:
-    """Fill the release sentence, or say honestly what the evidence supports instead."""
+def story_sentence(s: StoryInputs, escape: Escape = one_line) -> str:
+    """Fill the release sentence, or say honestly what the evidence supports instead.
+
+    ``escape`` is applied to every fragment that comes from an input (model and recipe
+    names, check names, messages): ``one_line`` for plain text (the default), ``md_text``
+    for the Markdown page.
+    """
+    esc = escape
     if s.recipe is not None:
-        model, cluster = s.recipe.model, s.recipe.cluster
+        model, cluster = esc(s.recipe.model.strip()), s.recipe.cluster
     else:
-        model = f"the model of recipe {s.run_recipe}" if s.run_recipe else "the model"
+        model = f"the model of recipe {esc(s.run_recipe)}" if s.run_recipe else "the model"
         cluster = "an unstated cluster (pass --recipe)"
     time = s.time.text() if s.time is not None else "an unknown time"
     subject = f"{model} trained for {time} on {cluster}"
-    claim, caveat = _swe_clause(s)
-    health = _health_clause(s)
+    claim, caveat = _swe_clause(s, esc)
+    health = _health_clause(s, esc)
     sentence = f"{subject} {claim}, {health}." if claim else f"{subject}, {health}, but {caveat}."
     return ("DEMO (generated inputs, not a release result): " if s.demo else "") + sentence

@@ -18,7 +18,8 @@ What runs, in about a minute on 2 cores:
 4. the report (:mod:`rlgate.report`), labelled DEMO in its title, sentence and plots.
 
 Invariants: generated inputs live in ``DIR/demo-inputs/``, which carries a marker and is
-replaced on every run (a ``demo-inputs`` folder without the marker is never touched); the
+replaced on every run (a ``demo-inputs`` folder without the marker, or a symbolic link
+standing for the folder or its marker, is never touched); the
 demo is deterministic for a given seed; nothing outside ``DIR`` is written (the functional
 subprocess runs with ``-p no:cacheprovider`` and ``PYTHONDONTWRITEBYTECODE=1``).
 """
@@ -234,8 +235,17 @@ def _gate_swe(inputs: Path, seed: int) -> dict[str, Path]:
 
 
 def _fresh_inputs(inputs: Path) -> None:
-    """Empty ``DIR/demo-inputs`` if an earlier demo made it; refuse a folder it did not make."""
+    """Empty ``DIR/demo-inputs`` if an earlier demo made it; refuse a folder it did not make.
+
+    A symbolic link (the folder or its marker) is never followed: it is refused.
+    """
     marker = inputs / INPUTS_MARKER
+    for path in (inputs, marker):
+        if path.is_symlink():
+            raise RlgateError(
+                f"{path} is a symbolic link; the demo never deletes or writes through a link",
+                hint="remove the link, or choose another --out",
+            )
     if inputs.exists():
         if not marker.is_file():
             raise RlgateError(

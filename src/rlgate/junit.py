@@ -2,7 +2,8 @@
 
 Tests attach facts only through the ``gate_record`` fixture; run-level facts
 (tested versions) become ``<testsuite>`` properties in ``pytest_sessionfinish``.
-Values are formatted by :func:`format_value` so every file reads the same.
+Values are formatted by :func:`format_value` so every file reads the same. A testcase
+that is evidence but not a gate (a benchmark) carries ``rlgate.informational``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import pytest
 from rlgate.versions import tested_versions
 
 PROPERTY_PREFIX = "rlgate."
+#: Set (by the plugin) on a testcase that is evidence but not a gate, e.g. a benchmark: the
+#: release report shows it and never counts it as its tier's gate check.
+INFORMATIONAL_PROPERTY = f"{PROPERTY_PREFIX}informational"
 
 
 def format_value(value: Any) -> str:

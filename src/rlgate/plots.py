@@ -7,7 +7,9 @@ lists it. Demo figures carry a large DEMO watermark.
 
 Figures: reward per step with the reference band; logprob error and generation KL with
 their bounds; turns per sample and truncation rate; step time and tokens/s/GPU against the
-baseline; SWE-bench Verified resolved rate before/after with 95% CIs and per repository.
+baseline; SWE-bench resolved rate before/after with 95% CIs and per repository, titled
+with the instance set compared. Labels taken from inputs (check and repository names) are
+shown as plain text: one line, no mathtext.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
 from rlgate._report_inputs import CheckDoc, SweDoc
+from rlgate._text import one_line
 from rlgate.metrics import MetricSeries, RunMetrics
 
 __all__ = ["Figure", "render_all", "value_bounds", "wilson_interval"]
@@ -53,6 +56,13 @@ class Figure:
     def data_uri(self) -> str:
         """``data:image/png;base64,...`` for a self-contained HTML page."""
         return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
+
+def _plain(text: object, limit: int = 80) -> str:
+    """An input-derived label as matplotlib shows it: one line, no mathtext (``$``)."""
+    label = one_line(text)
+    label = label if len(label) <= limit else label[: limit - 1] + "…"
+    return label.replace("$", r"\$")
 
 
 def _new(ncols: int = 1) -> tuple[MplFigure, list]:
@@ -96,7 +106,9 @@ def value_bounds(checks: Sequence[CheckDoc], metric: str) -> list[tuple[str, flo
     for check in checks:
         match = _BOUND.match(check.bound or "")
         if check.metric == metric and match and _VALUE_CHECK.match(check.message or ""):
-            out.append((f"{check.name} {match.group(1)} {match.group(2)}", float(match.group(2))))
+            value = float(match.group(2))
+            if math.isfinite(value):
+                out.append((f"{check.name} {match.group(1)} {match.group(2)}", value))
     return out
 
 
@@ -108,7 +120,7 @@ def _label(ax, tag: str) -> None:
 
 def _hlines(ax, bounds: list[tuple[str, float]]) -> None:
     for label, value in bounds:
-        ax.axhline(value, color="#d62728", linestyle="--", linewidth=1, label=label)
+        ax.axhline(value, color="#d62728", linestyle="--", linewidth=1, label=_plain(label))
 
 
 def _reward(run: RunMetrics, band_runs: Sequence[RunMetrics], alpha: float, demo: bool):
@@ -210,7 +222,7 @@ def wilson_interval(rate: float, n: int) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def _swe(doc: SweDoc, demo: bool) -> Figure:
+def _swe(doc: SweDoc, universe: str, demo: bool) -> Figure:
     fig = MplFigure(figsize=(10.4, 3.8), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     left, right = fig.subplots(1, 2, width_ratios=[1, 2])
@@ -252,14 +264,16 @@ def _swe(doc: SweDoc, demo: bool) -> Figure:
         color=_AFTER,
         label="after",
     )
-    right.set_yticks(y, [f"{r.repo} (n={r.n}, {r.delta_pp:+.0f} pp)" for r in rows], fontsize=7)
+    right.set_yticks(
+        y, [f"{_plain(r.repo, 48)} (n={r.n}, {r.delta_pp:+.0f} pp)" for r in rows], fontsize=7
+    )
     right.set_xlabel("resolved (%)")
     right.legend(fontsize=7, loc="lower right")
     caption = (
         "left: resolved rate (mean over runs) with its 95% Wilson interval over the instances; "
         "title: the paired difference and its 95% CI; right: per repository"
     )
-    return _finish(fig, "swe", "SWE-bench Verified before/after", caption, demo)
+    return _finish(fig, "swe", f"SWE-bench before/after on {universe}", caption, demo)
 
 
 def render_all(
@@ -270,9 +284,13 @@ def render_all(
     band_alpha: float = 0.01,
     checks: Sequence[CheckDoc] = (),
     swe: SweDoc | None = None,
+    swe_universe: str = "SWE-bench Verified",
     demo: bool = False,
 ) -> tuple[list[Figure], list[str]]:
-    """Every figure the inputs allow, and a note for each one that could not be drawn."""
+    """Every figure the inputs allow, and a note for each one that could not be drawn.
+
+    ``swe_universe`` names the instance set the SWE comparison ran on (the plot's title).
+    """
     drawn: list[Figure | str] = []
     if run is None:
         drawn.append("training and perf plots: no run (pass --run with a check-run JSON)")
@@ -283,5 +301,5 @@ def render_all(
             _agentic(run, checks, demo),
             _perf(run, baseline, demo),
         ]
-    drawn.append(_swe(swe, demo) if swe is not None else "SWE plot: no --swe JSON")
+    drawn.append(_swe(swe, swe_universe, demo) if swe is not None else "SWE plot: no --swe JSON")
     return [d for d in drawn if isinstance(d, Figure)], [d for d in drawn if isinstance(d, str)]

@@ -2,7 +2,9 @@
 
 Loaded by the root ``conftest.py`` (``pytest_plugins``) or ``-p rlgate.plugin``.
 Options are validated at parse time; a missing input for a tier is reported by
-the tier itself as a skip naming the missing option, never as a silent pass.
+the tier itself as a skip naming the missing option, never as a silent pass. Tests marked
+``benchmark`` (or using pytest-benchmark's ``benchmark`` fixture) carry the JUnit property
+``rlgate.informational = benchmark``: evidence in the release report, never a gate.
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ TIER_MARKERS: dict[str, str] = {
     "perf": "tier 3: step time / tokens per second against a baseline run (--run-dir, "
     "--baseline); without a run, the rollout path's CPU cost per turn against a stored baseline",
     "swe_gate": "tier 4: SWE-bench Verified before/after gate (--swe-before, --swe-after)",
+}
+#: Markers of tests that are evidence but not gates: their testcases carry the
+#: ``rlgate.informational`` JUnit property, and the release report never counts them as
+#: their tier's gate check (``docs/recommendation-rule.md``).
+INFORMATIONAL_MARKERS: dict[str, str] = {
+    "benchmark": "a benchmark: measures and reports numbers, gates nothing (informational in "
+    "the release report; tests using pytest-benchmark's `benchmark` fixture get it too)",
 }
 RESOURCE_MARKERS: dict[str, str] = {
     "gpu": "needs a GPU",
@@ -87,8 +96,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register markers with descriptions (``strict`` rejects unknown ones)."""
-    for name, text in {**TIER_MARKERS, **RESOURCE_MARKERS}.items():
+    for name, text in {**TIER_MARKERS, **INFORMATIONAL_MARKERS, **RESOURCE_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+
+
+@pytest.hookimpl(trylast=True)  # after the conftests have added their markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tag informational tests (``benchmark``) with ``rlgate.informational`` for JUnit."""
+    from rlgate.junit import INFORMATIONAL_PROPERTY  # a plugin of its own (pytest_plugins)
+
+    for item in items:
+        kind = next((m for m in INFORMATIONAL_MARKERS if item.get_closest_marker(m)), None)
+        if kind is None and "benchmark" in getattr(item, "fixturenames", ()):
+            kind = "benchmark"  # pytest-benchmark's fixture: a benchmark by construction
+        if kind is not None and (INFORMATIONAL_PROPERTY, kind) not in item.user_properties:
+            item.user_properties.append((INFORMATIONAL_PROPERTY, kind))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

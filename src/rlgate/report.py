@@ -12,8 +12,10 @@ for gate outcomes, plus the SWE verdict, by :mod:`rlgate._report_verdict`
 :mod:`rlgate._report_render`.
 
 Invariants: inputs are only read; outputs go into a directory rlgate created (marked with
-``.rlgate-report``) or an empty one, atomically, never over an input; a demo report says
-DEMO in its title, its sentence and every plot.
+``.rlgate-report``) or an empty one, atomically, never over or inside an input, never
+through a symbolic link the directory holds (a linked marker or ``plots/`` is refused; a
+linked output file is replaced, not followed); a demo report says DEMO in its title, its
+sentence and every plot.
 """
 
 from __future__ import annotations
@@ -52,22 +54,26 @@ from rlgate._report_story import (
 from rlgate._report_verdict import (
     Blocker,
     BlockerKind,
+    SweEvidence,
     TierSummary,
     Verdict,
     decide,
     summarise_tiers,
-    swe_verdict_of,
+    swe_evidence,
 )
 from rlgate.plots import Figure
 
 __all__ = [
+    "OUTPUT_FILES",
     "OUT_MARKER",
+    "PLOTS_DIR",
     "Blocker",
     "BlockerKind",
     "CaseStatus",
     "GateCase",
     "ReleaseReport",
     "ReleaseTier",
+    "SweEvidence",
     "TierSummary",
     "Verdict",
     "build_report",
@@ -91,17 +97,24 @@ class ReleaseReport:
     verdict: Verdict
     blockers: tuple[Blocker, ...]
     story: str
+    story_md: str  # the same sentence, its input-derived parts escaped for Markdown
     tiers: tuple[TierSummary, ...]
     junit: JunitEvidence
     runs: tuple[tuple[Path, RunDoc], ...]
     swe: tuple[Path, SweDoc] | None
-    swe_verdict: str | None
+    swe_evidence: SweEvidence | None
     recipe: RecipeFacts | None
     time: TrainingTime | None
     versions: VersionFacts
     inputs: tuple[tuple[str, str], ...]  # (path, sha256)
     figures: tuple[Figure, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    protected: tuple[str, ...] = ()  # every input path, incl. run directories a JSON names
+
+    @property
+    def swe_verdict(self) -> str | None:
+        """The SWE verdict the report acts on (None: missing, or contradicted by its numbers)."""
+        return self.swe_evidence.verdict if self.swe_evidence else None
 
     @property
     def allowances(self) -> tuple[GateCase, ...]:
@@ -137,14 +150,17 @@ def _metrics(path: str | os.PathLike[str] | None, what: str, notes: list[str]):
 
     if path is None:
         return None
-    if not Path(path).exists():
-        notes.append(f"{what} {path} not found here: its plots and training time are omitted")
+    if not (Path(path).is_dir() or Path(path).is_file()):  # a FIFO or device never ends
+        notes.append(
+            f"{what} {path} is not a run here (missing, or not a file or directory): its "
+            "plots and training time are omitted"
+        )
         return None
     return load_run(path)  # MetricsError (exit 2) on a corrupt run
 
 
 def _figures(
-    run, baseline, band_runs, facts, run_docs, swe_doc, demo: bool, notes: list[str]
+    run, baseline, band_runs, facts, run_docs, swe_doc, swe_ev, demo: bool, notes: list[str]
 ) -> tuple[list[Figure], list[str]]:
     from rlgate import plots
 
@@ -155,27 +171,30 @@ def _figures(
         band_alpha=facts.band_alpha if facts else 0.01,
         checks=run_docs[0][1].checks if run_docs else (),
         swe=swe_doc[1] if swe_doc else None,
+        swe_universe=swe_ev.universe() if swe_ev else "an unidentified instance set",
         demo=demo,
     )
 
 
-def _story(evidence, tiers, blockers, facts, run_docs, time, swe_doc, verdict_swe, demo) -> str:
-    return story_sentence(
-        StoryInputs(
-            recipe=facts,
-            run_recipe=run_docs[0][1].recipe if run_docs else None,
-            time=time,
-            health_ran=_tier(tiers, ReleaseTier.CONVERGENCE).ran,
-            health_failures=_failing(blockers, ReleaseTier.CONVERGENCE),
-            perf_failures=_failing(blockers, ReleaseTier.PERF),
-            swe=swe_doc[1] if swe_doc else None,
-            swe_verdict=verdict_swe,
-            swe_cases=tuple(
-                c for c in evidence.cases if c.tier is ReleaseTier.SWE_GATE and not c.informational
-            ),
-            demo=demo,
-        )
+def _story(evidence, tiers, blockers, facts, run_docs, time, swe_doc, swe_ev, demo):
+    """The sentence as plain text and as Markdown."""
+    from rlgate._text import md_text
+
+    inputs = StoryInputs(
+        recipe=facts,
+        run_recipe=run_docs[0][1].recipe if run_docs else None,
+        time=time,
+        health_ran=_tier(tiers, ReleaseTier.CONVERGENCE).ran,
+        health_failures=_failing(blockers, ReleaseTier.CONVERGENCE),
+        perf_failures=_failing(blockers, ReleaseTier.PERF),
+        swe=swe_doc[1] if swe_doc else None,
+        swe_evidence=swe_ev,
+        swe_cases=tuple(
+            c for c in evidence.cases if c.tier is ReleaseTier.SWE_GATE and not c.informational
+        ),
+        demo=demo,
     )
+    return story_sentence(inputs), story_sentence(inputs, md_text)
 
 
 def build_report(
@@ -196,8 +215,10 @@ def build_report(
     run_docs = _load_runs(runs)
     swe_doc = (Path(swe), load_swe_doc(swe)) if swe is not None else None
     tiers = summarise_tiers(evidence.cases)
-    verdict_swe = swe_verdict_of(evidence.cases, swe_doc[1] if swe_doc else None, str(swe))
-    verdict, blockers = decide(tiers, verdict_swe, run_docs)
+    swe_ev = swe_evidence(
+        evidence.cases, swe_doc[1] if swe_doc else None, str(swe), evidence.suite_properties
+    )
+    verdict, blockers = decide(tiers, swe_ev, run_docs)
     facts = load_recipe_facts(recipe) if recipe is not None else None
     notes = list(notes)
     if facts and run_docs and run_docs[0][1].recipe != facts.name:
@@ -208,30 +229,64 @@ def build_report(
     time = training_time(run) if run is not None else None
     figures, omitted = [], ["plots not drawn (--no-plots)"]
     if draw_plots:
-        figures, omitted = _figures(run, baseline, band_runs, facts, run_docs, swe_doc, demo, notes)
+        figures, omitted = _figures(
+            run, baseline, band_runs, facts, run_docs, swe_doc, swe_ev, demo, notes
+        )
+    story, story_md = _story(
+        evidence, tiers, blockers, facts, run_docs, time, swe_doc, swe_ev, demo
+    )
     given = [*junit, *runs, *([swe] if swe else []), *([recipe] if recipe else [])]
     given += [*([baseline] if baseline else []), *band_runs]
+    listed = [p for p in given if Path(p).is_file() or Path(p).is_dir()]
     return ReleaseReport(
         title=("DEMO — " if demo else "") + "rlgate release report",
         demo=demo,
         verdict=verdict,
         blockers=blockers,
-        story=_story(evidence, tiers, blockers, facts, run_docs, time, swe_doc, verdict_swe, demo),
+        story=story,
+        story_md=story_md,
         tiers=tiers,
         junit=evidence,
         runs=run_docs,
         swe=swe_doc,
-        swe_verdict=verdict_swe,
+        swe_evidence=swe_ev,
         recipe=facts,
         time=time,
         versions=version_facts(evidence, facts, tokenizers),
-        inputs=tuple((str(p), sha256_path(Path(p))) for p in given if Path(p).exists()),
+        inputs=tuple((str(p), sha256_path(Path(p))) for p in listed),
         figures=tuple(figures),
         notes=(*notes, *omitted),
+        protected=tuple(
+            str(p) for p in [*given, *(doc.run for _, doc in run_docs if Path(doc.run).exists())]
+        ),
     )
 
 
 # --- writing --------------------------------------------------------------------------------
+
+
+OUTPUT_FILES = ("report.md", "report.html", "report.json", "junit.xml")
+PLOTS_DIR = "plots"
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:  # pragma: no cover - raced away
+        return "?"
+
+
+def _refuse_link(path: Path, what: str) -> None:
+    if path.is_symlink():
+        raise RlgateError(
+            f"{what} {path} is a symbolic link (to {_link_target(path)}); rlgate never writes "
+            "through a link its output directory holds",
+            hint="remove the link, or choose a new --out",
+        )
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or path.is_relative_to(folder)
 
 
 def prepare_out_dir(
@@ -242,17 +297,34 @@ def prepare_out_dir(
 ) -> Path:
     """Make ``out`` ready: new, empty, or created by rlgate before (``.rlgate-report``).
 
-    A non-empty directory rlgate did not create is refused unless ``force``; an input path
-    is never overwritten either way (the writers check).
+    A non-empty directory rlgate did not create is refused unless ``force``; a symlinked
+    marker or ``plots/`` is refused either way (it would lead the writers outside ``out``),
+    and so is an input that is (or is under) one of the outputs, or an input directory
+    ``out`` lies in: nothing the user gave is overwritten.
     """
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise RlgateError(f"--out {root} exists and is not a directory")
     resolved = root.resolve()
+    outputs = [resolved / name for name in (OUT_MARKER, *OUTPUT_FILES)]
     for item in inputs:
-        if Path(item).resolve() == resolved:
+        given = Path(item).resolve()
+        if given == resolved:
             raise RlgateError(f"--out {root} is one of the inputs", hint="choose another --out")
-    foreign = root.is_dir() and any(root.iterdir()) and not (root / OUT_MARKER).is_file()
+        if Path(item).is_dir() and _inside(resolved, given):
+            raise RlgateError(
+                f"--out {root} is inside the input directory {item}",
+                hint="choose an --out outside every input",
+            )
+        if given in outputs or _inside(given, resolved / PLOTS_DIR):
+            raise RlgateError(
+                f"refusing --out {root}: the input {item} is where the report writes an output",
+                hint="choose another --out; rlgate never overwrites what you gave it",
+            )
+    marker = root / OUT_MARKER
+    _refuse_link(marker, f"--out {root}: the marker")
+    _refuse_link(root / PLOTS_DIR, f"--out {root}: the plots folder")
+    foreign = root.is_dir() and any(root.iterdir()) and not marker.is_file()
     if foreign and not force:
         raise RlgateError(
             f"--out {root} is not empty and was not created by rlgate",
@@ -261,28 +333,55 @@ def prepare_out_dir(
         )
     root.mkdir(parents=True, exist_ok=True)
     if not foreign:  # a directory forced into stays the user's: the next run must --force again
-        (root / OUT_MARKER).write_text("written by `rlgate report`; its files are rlgate's\n")
+        write_text_atomic(marker, "written by `rlgate report`; its files are rlgate's\n")
     return root
+
+
+def _target(out_dir: Path, rel: str, protected: Sequence[str]) -> Path:
+    """``out_dir/rel``, refused if a link or file stands in its way or an input holds it.
+
+    The writers replace the final name (``os.replace``): a symbolic link there is replaced,
+    never written through. Every folder between ``out_dir`` and the file must be a real one.
+    """
+    path = out_dir / rel
+    for folder in reversed(path.relative_to(out_dir).parents[:-1]):
+        here = out_dir / folder
+        _refuse_link(here, "output folder")
+        if here.exists() and not here.is_dir():
+            raise RlgateError(f"output folder {here} exists and is not a directory")
+    if path.is_dir() and not path.is_symlink():
+        raise RlgateError(f"output {path} exists and is a directory")
+    final = path.parent.resolve() / path.name
+    for item in protected:
+        given = Path(item)
+        if given.is_dir() and _inside(final, given.resolve()):
+            raise RlgateError(
+                f"refusing to write {path}: it is inside the input directory {item}",
+                hint="choose an --out outside every input",
+            )
+    return path
 
 
 def write_report(report: ReleaseReport, out_dir: Path) -> dict[str, Path]:
     """Write report.md, report.html, junit.xml, report.json and plots/ into ``out_dir``."""
     from rlgate._report_render import render_html, render_markdown, report_payload
 
-    inputs = [p for p, _ in report.inputs]
+    inputs = [*report.protected, *(p for p, _ in report.inputs)]
+
+    def target(rel: str) -> Path:
+        return _target(out_dir, rel, inputs)
+
     written = {}
     for fig in report.figures:
-        target = out_dir / "plots" / f"{fig.key}.png"
-        written[f"plot:{fig.key}"] = write_bytes_atomic(target, fig.png, inputs=inputs)
-    written["junit"] = write_text_atomic(
-        out_dir / "junit.xml", report.junit.merged_xml, inputs=inputs
-    )
-    written["markdown"] = write_text_atomic(
-        out_dir / "report.md", render_markdown(report), inputs=inputs
-    )
-    written["html"] = write_text_atomic(out_dir / "report.html", render_html(report), inputs=inputs)
-    written["json"] = write_json_atomic(
-        out_dir / "report.json", report_payload(report), inputs=inputs
-    )
+        path = target(f"{PLOTS_DIR}/{fig.key}.png")
+        written[f"plot:{fig.key}"] = write_bytes_atomic(path, fig.png, inputs=inputs)
+    merged = report.junit.merged_xml
+    written["junit"] = write_text_atomic(target("junit.xml"), merged, inputs=inputs)
+    md = render_markdown(report)
+    written["markdown"] = write_text_atomic(target("report.md"), md, inputs=inputs)
+    html = render_html(report)
+    written["html"] = write_text_atomic(target("report.html"), html, inputs=inputs)
+    payload = report_payload(report)
+    written["json"] = write_json_atomic(target("report.json"), payload, inputs=inputs)
     logger.info("report written to %s: %s", out_dir, json.dumps(report.verdict.value))
     return written

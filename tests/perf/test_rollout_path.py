@@ -244,6 +244,7 @@ def _record(bench: Any, gate_record: Any, facts: dict[str, Any]) -> None:
     gate_record(**facts)
 
 
+@pytest.mark.benchmark  # informational: never the perf tier's gate check
 def test_prompt_preparation(
     rollout_recipe: Path, inputs: BenchInputs, bench: Any, gate_record: Any
 ) -> None:
@@ -268,6 +269,7 @@ def test_prompt_preparation(
     _record(bench, gate_record, facts)
 
 
+@pytest.mark.benchmark  # informational: never the perf tier's gate check
 def test_gym_conversion(
     rollout_recipe: Path, inputs: BenchInputs, bench: Any, gate_record: Any
 ) -> None:
@@ -286,6 +288,7 @@ def test_gym_conversion(
     _record(bench, gate_record, facts)
 
 
+@pytest.mark.benchmark  # informational: never the perf tier's gate check
 def test_parsing(rollout_recipe: Path, inputs: BenchInputs, bench: Any, gate_record: Any) -> None:
     runs: list[ParseRun] = _runs(rollout_recipe, "parse")
     runs.clear()

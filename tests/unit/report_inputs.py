@@ -81,8 +81,26 @@ def test_needs_a_run():
 """
 
 
-def pytest_junit(name: str, files: dict[str, str]) -> Path:
-    """Run real pytest on ``files`` (relative path -> source) and return its xunit1 JUnit."""
+BENCHMARKS = """
+import pytest
+
+@pytest.mark.benchmark
+def test_prompt_preparation(record_property):
+    record_property("rlgate.full_total_s", "0.52")
+
+def test_parsing(benchmark):
+    benchmark.pedantic(lambda: sum(range(100)), rounds=2)
+
+def test_trajectory_fills_the_recipe_context():
+    assert 200 == 200
+"""
+
+
+def pytest_junit(name: str, files: dict[str, str], *, plugin: bool = False) -> Path:
+    """Run real pytest on ``files`` (relative path -> source) and return its xunit1 JUnit.
+
+    ``plugin`` loads rlgate's pytest plugin (markers, ``rlgate.informational``).
+    """
     root = scratch() / "pytest" / name
     for rel, source in files.items():
         path = root / rel
@@ -92,7 +110,7 @@ def pytest_junit(name: str, files: dict[str, str]) -> Path:
     out = root / "junit.xml"
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-         "--junitxml", str(out), "tests"],
+         *(["-p", "rlgate.plugin"] if plugin else []), "--junitxml", str(out), "tests"],
         cwd=root, capture_output=True, check=False, timeout=120,
     )  # fmt: skip
     assert out.is_file(), f"pytest wrote no JUnit for {name}"
@@ -114,6 +132,14 @@ def convergence_skipped() -> Path:
     return pytest_junit("conv_skipped", {"tests/convergence/test_convergence.py": SKIPPED_ONLY})
 
 
+@functools.cache
+def perf_benchmarks_only() -> Path:
+    """A nightly's perf tier without --baseline: benchmarks and a sanity test, no gate check."""
+    return pytest_junit(
+        "perf_benchmarks", {"tests/perf/test_rollout_path.py": BENCHMARKS}, plugin=True
+    )
+
+
 # --- check-run ----------------------------------------------------------------------------------
 
 
@@ -127,6 +153,21 @@ def check_run(fault: Fault) -> tuple[Path, Path]:
         load_inputs(plan, c.runs[fault], baseline=c.baseline, rollouts=c.rollouts["healthy"]),
     )
     out = scratch() / "check-run" / fault.value
+    return (
+        write_json_atomic(out / "run.json", report.to_dict()),
+        write_text_atomic(out / "run.xml", render_junit(report)),
+    )
+
+
+@functools.cache
+def check_run_no_baseline() -> tuple[Path, Path]:
+    """(run JSON, JUnit) of ``rlgate check-run`` without ``--baseline``: perf checks skipped."""
+    c = corpus()
+    plan = load_plan(c.recipe)
+    report = run_gate(
+        plan, load_inputs(plan, c.runs[Fault.HEALTHY], rollouts=c.rollouts["healthy"])
+    )
+    out = scratch() / "check-run" / "no-baseline"
     return (
         write_json_atomic(out / "run.json", report.to_dict()),
         write_text_atomic(out / "run.xml", render_junit(report)),
@@ -174,6 +215,53 @@ def swe(kind: str) -> tuple[Path, Path]:
     )
     assert comparison.verdict.value == kind, comparison.reasons
     out = scratch() / "swe" / kind
+    return (
+        write_json_atomic(out / "swe.json", comparison_to_dict(comparison)),
+        write_text_atomic(out / "swe.xml", build_swe_junit(comparison).tostring().decode()),
+    )
+
+
+def swe_maps(root: Path, ids: list[str], resolved: dict[str, int]) -> dict[str, Path]:
+    """One per-instance map per arm: the first ``resolved[arm]`` ids resolved."""
+    out = {}
+    for arm, k in resolved.items():
+        doc = {iid: {"resolved": i < k, "patch_exists": True} for i, iid in enumerate(ids)}
+        out[arm] = root / f"{arm}.json"
+        out[arm].parent.mkdir(parents=True, exist_ok=True)
+        out[arm].write_text(json.dumps(doc))
+    return out
+
+
+_RESOLVED = {  # resolved instances per arm, as shares of n
+    "improved": (0.25, 0.5),
+    "regressed": (0.5, 0.25),
+    "no_significant_change": (0.25, 0.25),
+}
+
+
+@functools.cache
+def swe_on_set(kind: str, verdict: str = "improved", n: int = 100) -> tuple[Path, Path]:
+    """(SWE JSON, JUnit) of a comparison with ``verdict`` on ``n`` instances, not Verified.
+
+    ``kind``: ``"subset"`` (the first ``n`` Verified ids) or ``"unknown"`` (a hand-made set).
+    """
+    rows = json.loads(BUNDLED_INSTANCES.read_text())
+    if kind == "unknown":
+        rows = [{"instance_id": f"acme__widget-{i}", "repo": "acme/widget"} for i in range(n)]
+    out = scratch() / "swe-set" / kind / verdict
+    out.mkdir(parents=True, exist_ok=True)
+    dataset = out / "dataset.json"
+    dataset.write_text(json.dumps(rows[:n]))
+    universe = load_universe(dataset)
+    shares = dict(zip(("before", "after"), _RESOLVED[verdict], strict=True))
+    maps = swe_maps(out, list(universe.ids), {arm: int(k * n) for arm, k in shares.items()})
+    comparison = compare_arms(
+        load_arm("before", [maps["before"]], universe),
+        load_arm("after", [maps["after"]], universe),
+        universe,
+        GateOptions(n_resamples=2000, seed=1),
+    )
+    assert comparison.verdict.value == verdict, comparison.reasons
     return (
         write_json_atomic(out / "swe.json", comparison_to_dict(comparison)),
         write_text_atomic(out / "swe.xml", build_swe_junit(comparison).tostring().decode()),

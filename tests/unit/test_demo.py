@@ -44,7 +44,7 @@ class TestDemoWithoutTokenizers:
         (_, run), swe = report.runs[0], report.swe
         assert run.recipe == DEMO_RECIPE and run.passed and len(run.checks) >= 30
         assert swe is not None and swe[1].verdict == "improved"
-        assert swe[1].dataset["n_instances"] == 500
+        assert swe[1].dataset.n_instances == 500 and report.swe_evidence.full_verified
         assert report.recipe is not None and report.recipe.model == "Qwen/Qwen3.5-35B-A3B"
         assert report.time is not None and report.time.steps == 50
 

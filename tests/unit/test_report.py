@@ -286,7 +286,7 @@ class TestJsonInputs:
         text = ri.check_run(Fault.HEALTHY)[0].read_text()
         bad = tmp_path / "run.json"
         bad.write_text(text[:200])
-        with pytest.raises(RlgateError, match=r"run JSON .*run\.json: not valid JSON"):
+        with pytest.raises(RlgateError, match=r"run\.json: run JSON is not valid JSON"):
             build_report(ri.full_set()["junit"], runs=[bad])
 
     def test_check_run_json_given_as_swe_json_is_refused(self):

@@ -7,6 +7,18 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${RLGATE_VENV:-.venv}
 
+# System packages the test suite needs: Chromium renders report.html in the report's browser
+# test. Installed with apt where we are root; otherwise say which package to install.
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -q && apt-get install -y -q --no-install-recommends chromium
+  else
+    echo "ci/install.sh: the report's browser test needs Chromium; install the 'chromium'" \
+      "package (Debian/Ubuntu: sudo apt-get install chromium) and re-run" >&2
+    exit 2
+  fi
+fi
+
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 

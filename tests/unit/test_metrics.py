@@ -245,7 +245,7 @@ class TestLoadMetricsJson:
         [
             pytest.param('{"train/loss": {"1": 1.0', "not valid JSON", id="truncated"),
             pytest.param(
-                '{"train/loss": {"one": 1.0}}', "non-integer step key 'one'", id="bad_step"
+                '{"train/loss": {"one": 1.0}}', "step key 'one' that is not", id="bad_step"
             ),
             pytest.param('{"train/loss": {"1": "x"}}', "is not a number", id="bad_value"),
             pytest.param('{"train/loss": [1, 2]}', "must map step strings", id="not_a_mapping"),

@@ -122,7 +122,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "many"
-        events, took = timed(lambda: write_run(root, args.tags, args.steps, args.files))
+        events = write_run(root, args.tags, args.steps, args.files)
         size = sum(f.stat().st_size for f in root.rglob("*tfevents*")) / 1e6
         print(f"[many records] {events:,} scalar events, {size:.1f} MB in {args.files} files")
         run, ours = timed(lambda: load_run(root))

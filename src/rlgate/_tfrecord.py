@@ -63,7 +63,7 @@ __all__ = [
     "read_event_file",
 ]
 
-BLOCK = 1 << 23  # bytes read at a time (8 MiB)
+BLOCK = 1 << 21  # bytes read at a time (2 MiB)
 LARGE = 1 << 20  # payloads longer than this stream past in chunks (never held whole)
 MAX_VALUE = 1 << 16  # a Summary.Value longer than this is not a scalar: skipped unread
 

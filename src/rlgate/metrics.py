@@ -611,7 +611,7 @@ def _number(value: Any) -> float | None:
     try:
         return float(value)
     except OverflowError:  # an integer literal beyond float range
-        return math.copysign(math.inf, value)
+        return math.inf if value > 0 else -math.inf
 
 
 def load_metrics_json(path: str | os.PathLike[str]) -> RunMetrics:

@@ -882,7 +882,7 @@ def load_run(path: str | os.PathLike[str]) -> RunMetrics:
     with src.open("rb") as fh:
         head = fh.read(4096)
     text = head.decode("utf-8", errors="replace")
-    if text.lstrip().startswith("{"):
+    if text.lstrip().startswith(("{", "[")) or src.suffix.lower() == ".json":
         return load_metrics_json(src)
     if MLLOG_PREFIX in text or _has_mllog(src):
         return load_mlperf_log(src)

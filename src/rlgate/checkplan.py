@@ -8,6 +8,11 @@ reads the loaded inputs (:class:`GateInputs`).
 A planned check that cannot run is never silently dropped: it is *skipped with a reason*
 (an input option not given — the reason names the option — or a metric the recipe's
 config does not log), and reported as such by both entry points.
+
+A gate with nothing to check never passes: a recipe that declares no check at all, or lists
+a tier in ``rlgate.tiers`` without a check of it, is a RecipeError when planned; a
+``run_gate`` for tiers without checks, or in which every check is skipped, raises instead of
+reporting "0 passed".
 """
 
 from __future__ import annotations

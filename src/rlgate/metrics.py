@@ -403,6 +403,10 @@ class _Merger:
     chunks: dict[str, list[tuple[np.ndarray, np.ndarray, int]]] = field(default_factory=dict)
     anomalies: list[StepAnomaly] = field(default_factory=list)
 
+    @property
+    def _origin_dtype(self) -> type:
+        return np.uint16 if len(self.sources) <= 0xFFFF else np.uint32
+
     def source(self, name: str) -> int:
         self.sources.append(name)
         return len(self.sources) - 1
@@ -438,11 +442,11 @@ class _Merger:
     ) -> tuple[MetricSeries, list[Conflict]]:
         if len(chunks) == 1 and (chunks[0][0].size < 2 or np.all(np.diff(chunks[0][0]) > 0)):
             steps, values, src = chunks[0]  # one file, steps increasing: nothing to merge
-            origin = np.full(steps.size, src, dtype=np.uint32)
+            origin = np.full(steps.size, src, dtype=self._origin_dtype)
             return MetricSeries(tag, steps.astype(np.int64), values.astype(np.float64), origin), []
         steps = np.concatenate([c[0] for c in chunks]).astype(np.int64, copy=False)
         values = np.concatenate([c[1] for c in chunks]).astype(np.float64, copy=False)
-        origin = np.concatenate([np.full(c[0].size, c[2], dtype=np.uint32) for c in chunks])
+        origin = np.concatenate([np.full(c[0].size, c[2], self._origin_dtype) for c in chunks])
         order = np.lexsort((np.arange(steps.size), steps))  # by step, then arrival order
         steps, values, origin = steps[order], values[order], origin[order]
         keep = np.ones(steps.size, dtype=bool)

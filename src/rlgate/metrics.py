@@ -898,9 +898,15 @@ def load_run(path: str | os.PathLike[str]) -> RunMetrics:
 
 
 def _has_mllog(src: Path) -> bool:
-    prefix = MLLOG_PREFIX.encode()
+    """Whether a line of ``src`` starts with ``:::MLLOG`` (read in 1 MiB chunks)."""
+    needle = b"\n" + MLLOG_PREFIX.encode()
+    carry = b"\n"  # the file's start counts as a line start
     with src.open("rb") as fh:
-        return any(line.startswith(prefix) for line in fh)
+        while chunk := fh.read(1 << 20):
+            if needle in carry + chunk:
+                return True
+            carry = chunk[-len(needle) :]
+    return False
 
 
 def to_metrics_json(run: RunMetrics) -> dict[str, dict[str, float]]:

@@ -580,3 +580,19 @@ class TestHostileMlperf:
             load_mlperf_log(path)
         path.write_text(f":::MLLOG {good}\n:::MLLOG {{broken")
         assert "truncated last" in load_mlperf_log(path).warnings[0]
+
+
+class TestDispatch:
+    def test_a_device_is_neither_a_directory_nor_a_file(self) -> None:
+        with pytest.raises(MetricsError, match="/dev/null is neither a directory nor a regular"):
+            load_run("/dev/null")
+
+    def test_mllog_lines_after_a_long_console_preamble_are_found(self, tmp_path: Path) -> None:
+        event = {"key": "tracked_stats", "value": {"reward": 1}, "metadata": {"step": 1}}
+        path = tmp_path / "job.log"
+        preamble = ("x" * 99 + "\n") * ((1 << 20) // 100) + "y" * 72  # needle spans 1 MiB
+        path.write_text(preamble + "\n:::MLLOG " + json.dumps(event) + "\n")
+        assert load_run(path).kind is SourceKind.MLPERF_LOG
+        path.write_text(preamble + " :::MLLOG not at a line start\n")
+        with pytest.raises(MetricsError, match="cannot tell what"):
+            load_run(path)

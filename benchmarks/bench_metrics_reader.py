@@ -1,19 +1,29 @@
-"""Benchmark rlgate's TensorBoard reader against tensorboard's EventAccumulator.
+"""Benchmark rlgate's TensorBoard reader: speed vs tensorboard's EventAccumulator, and memory.
 
     python benchmarks/bench_metrics_reader.py [--tags 300] [--steps 3000] [--files 2]
+        [--image-mb 4] [--skip-accumulator]
 
-Writes a large NeMo RL-shaped run (``--tags`` scalar tags x ``--steps`` steps, split over
-``--files`` ``exp_NNN/tensorboard`` dirs like a resumed run) with torch's SummaryWriter
-into a temp dir, then in the same process times:
+Two scenarios, each written with torch's SummaryWriter into a temp dir:
 
-* rlgate: ``rlgate.metrics.load_run`` (framing + every header/payload CRC32C verified +
-  Event decoding + merging);
-* baseline: what NeMo RL's ``tests/json_dump_tb_logs.py`` does: one
-  ``EventAccumulator(size_guidance={SCALARS: 0, TENSORS: 0})`` per file, ``Reload()``,
-  then every scalar of every tag, merged later-file-wins.
+1. **many records**: a NeMo RL-shaped run, ``--tags`` scalar tags x ``--steps`` steps, split
+   over ``--files`` ``exp_NNN/tensorboard`` dirs like a resumed run. Timed in the same
+   process:
 
-Prints both times and the ratio, and checks the outputs are identical. Asserts nothing
-about time (never a timed assertion).
+   * rlgate: ``rlgate.metrics.load_run`` (framing + every header/payload CRC32C verified +
+     Event decoding + merging);
+   * baseline: what NeMo RL's ``tests/json_dump_tb_logs.py`` does: one
+     ``EventAccumulator(size_guidance={SCALARS: 0, TENSORS: 0})`` per file, ``Reload()``,
+     then every scalar of every tag, merged later-file-wins.
+
+2. **one large record**: an event file holding a few scalars and one ``add_image`` of
+   about ``--image-mb`` MB (random pixels, so PNG does not shrink it); time per MB.
+
+Memory: the peak of Python/numpy allocations during ``load_run`` (``tracemalloc``, in a
+second pass, since tracing slows allocation down), printed next to the file size and the
+size of what is kept (16 bytes per kept scalar: int64 step + float64 value).
+
+Prints times, ratios and peaks, and checks the outputs are identical. Asserts nothing about
+time or memory (never a timed assertion).
 """
 
 from __future__ import annotations
@@ -22,7 +32,10 @@ import argparse
 import math
 import tempfile
 import time
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +58,18 @@ def write_run(root: Path, tags: int, steps: int, files: int) -> int:
     return tags * steps
 
 
+def write_image_run(root: Path, megabytes: float) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    side = int(math.sqrt(megabytes * 1e6 / 3))
+    pixels = np.random.default_rng(1).integers(0, 256, (3, side, side), dtype=np.uint8)
+    writer = SummaryWriter(log_dir=str(root / "exp_001" / "tensorboard"))
+    writer.add_scalar("train/loss", 0.5, 1)
+    writer.add_image("train/token_mult_prob_error_plot_sample", pixels, 1)
+    writer.add_scalar("train/loss", 0.4, 2)
+    writer.close()
+
+
 def accumulator_dump(root: Path) -> dict[str, dict[int, float]]:
     from tensorboard.backend.event_processing import event_accumulator as ea
 
@@ -57,47 +82,75 @@ def accumulator_dump(root: Path) -> dict[str, dict[int, float]]:
     return out
 
 
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def peak_mb(fn: Callable[[], Any]) -> float:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def same_as(ref: dict[str, dict[int, float]], run: Any) -> bool:
+    return all(
+        len(ref[tag]) == len(run.series[tag])
+        and all(
+            v == run.series[tag].value_at(s)
+            or (math.isnan(v) and math.isnan(run.series[tag].value_at(s)))
+            for s, v in ref[tag].items()
+        )
+        for tag in ref
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tags", type=int, default=300)
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--files", type=int, default=2)
+    parser.add_argument("--image-mb", type=float, default=4.0)
+    parser.add_argument("--skip-accumulator", action="store_true")
     args = parser.parse_args()
 
     from rlgate.metrics import load_run  # imported before timing: import cost is not reading cost
 
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        t0 = time.perf_counter()
+        root = Path(tmp) / "many"
         events = write_run(root, args.tags, args.steps, args.files)
-        size = sum(f.stat().st_size for f in root.rglob("*tfevents*"))
+        size = sum(f.stat().st_size for f in root.rglob("*tfevents*")) / 1e6
+        print(f"[many records] {events:,} scalar events, {size:.1f} MB in {args.files} files")
+        run, ours = timed(lambda: load_run(root))
+        print(f"  rlgate load_run:           {ours:7.2f} s  ({events / ours / 1e6:.2f} M events/s)")
+        if not args.skip_accumulator:
+            ref, theirs = timed(lambda: accumulator_dump(root))
+            print(f"  EventAccumulator + Reload: {theirs:7.2f} s")
+            print(f"  speed-up: {theirs / ours:.1f}x   outputs identical: {same_as(ref, run)}")
+        del run
+        kept = events * 16 / 1e6
+        peak = peak_mb(lambda: load_run(root))
         print(
-            f"wrote {events:,} scalar events ({size / 1e6:.1f} MB, {args.files} files) "
-            f"in {time.perf_counter() - t0:.1f} s"
+            f"  memory: peak {peak:.1f} MB traced = {peak / size:.2f}x the files "
+            f"({size:.1f} MB), {peak / kept:.2f}x what is kept ({kept:.1f} MB)"
         )
 
-        t0 = time.perf_counter()
-        run = load_run(root)
-        ours = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        ref = accumulator_dump(root)
-        theirs = time.perf_counter() - t0
-
-        same = all(
-            len(ref[tag]) == len(run.series[tag])
-            and all(
-                v == run.series[tag].value_at(s)
-                or (math.isnan(v) and math.isnan(run.series[tag].value_at(s)))
-                for s, v in ref[tag].items()
-            )
-            for tag in ref
-        )
-        rate = events / ours / 1e6
-        print(f"rlgate load_run:            {ours:7.2f} s  ({rate:.2f} M events/s, CRCs verified)")
-        print(
-            f"EventAccumulator + Reload:  {theirs:7.2f} s  ({events / theirs / 1e6:.2f} M events/s)"
-        )
-        print(f"speed-up: {theirs / ours:.1f}x   outputs identical: {same}")
+        image = Path(tmp) / "image"
+        write_image_run(image, args.image_mb)
+        size = sum(f.stat().st_size for f in image.rglob("*tfevents*")) / 1e6
+        print(f"[one large record] {size:.1f} MB event file (one image + 2 scalars)")
+        run, ours = timed(lambda: load_run(image))
+        print(f"  rlgate load_run:           {ours:7.2f} s  ({ours / size:.3f} s per MB)")
+        if not args.skip_accumulator:
+            ref, theirs = timed(lambda: accumulator_dump(image))
+            print(f"  EventAccumulator + Reload: {theirs:7.2f} s")
+            print(f"  speed-up: {theirs / ours:.1f}x   outputs identical: {same_as(ref, run)}")
+        peak = peak_mb(lambda: load_run(image))
+        print(f"  memory: peak {peak:.1f} MB traced = {peak / size:.2f}x the file")
 
 
 if __name__ == "__main__":

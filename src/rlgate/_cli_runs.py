@@ -22,7 +22,8 @@ def add_check_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "check-run",
         help="judge a NeMo RL run against a recipe's convergence/perf bounds",
-        description="Exit 0 when every check passes, 1 when one fails or errors, 2 on bad input.",
+        description="Exit 0 when every check passes, 1 when one fails or errors, 2 on bad "
+        "input (also when the recipe declares no gates, or every check was skipped).",
     )
     p.add_argument(
         "run",
@@ -39,7 +40,9 @@ def add_check_run(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--baseline", help="baseline run of the same recipe and hardware (perf)")
     p.add_argument("--rollouts", help="NeMo Gym rollouts JSONL (ng_collect_rollouts output)")
-    p.add_argument("--max-steps", type=int, help="target step (default: the recipe's)")
+    p.add_argument(
+        "--max-steps", type=_positive_int, help="target step, >= 1 (default: the recipe's)"
+    )
     p.add_argument(
         "--band-run",
         action="append",
@@ -65,6 +68,8 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
     from rlgate.checkplan import load_inputs, load_plan, render_junit, render_table, run_gate
     from rlgate.checks import Tier
 
+    for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
+        _require_file_path(flag, out)
     plan = load_plan(args.recipe, max_steps=args.max_steps, overrides=args.override)
     inputs = load_inputs(
         plan,
@@ -84,6 +89,20 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
     if args.junit_out:
         write_text_atomic(args.junit_out, render_junit(report), inputs=given)
     return ExitCode.OK if report.passed else ExitCode.FAIL
+
+
+def _require_file_path(flag: str, path: str | None) -> None:
+    """Refuse an output path that can never be written, before any work is done."""
+    if not path:
+        return
+    out = os.path.abspath(path)
+    if os.path.isdir(out):
+        raise RlgateError(f"{flag} {path} is a directory", hint="give the path of a file")
+    parent = os.path.dirname(out)
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if parent and not os.path.isdir(parent):
+        raise RlgateError(f"{flag} {path}: {parent} is not a directory")
 
 
 # --- rlgate launch / watch / budget ----------------------------------------------

@@ -20,10 +20,11 @@ import re
 
 __all__ = ["md_code", "md_text", "one_line", "printable"]
 
-# C0 controls except \t and \n, DEL, C1 controls, and the Unicode characters that
-# move or reorder text on a terminal (line/paragraph separators, bidi controls).
+# C0 controls except \t and \n, DEL, C1 controls, the Unicode characters that move or
+# reorder text on a terminal (line/paragraph separators, bidi controls), and lone
+# surrogates (a JSON "\ud800" escape), which no UTF-8 stream can even encode.
 _CONTROL = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 _LINE_BREAK = re.compile("[\n\r\u2028\u2029\x0b\x0c\x85]")
 

@@ -8,19 +8,27 @@ reads the loaded inputs (:class:`GateInputs`).
 A planned check that cannot run is never silently dropped: it is *skipped with a reason*
 (an input option not given — the reason names the option — or a metric the recipe's
 config does not log), and reported as such by both entry points.
+
+A gate with nothing to check never passes: a recipe that declares no check at all, or lists
+a tier in ``rlgate.tiers`` without a check of it, is a RecipeError when planned; a
+``run_gate`` for tiers without checks, or in which every check is skipped, raises instead of
+reporting "0 passed".
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from rlgate._errors import MetricsError
+from rlgate._errors import MetricsError, RecipeError, RlgateError
+from rlgate._text import printable
 from rlgate.checks import CheckResult, Status, Tier, evaluate_condition
 from rlgate.convergence import (
     evaluate_agentic,
@@ -188,7 +196,29 @@ def plan_gate(gate: GateSpec, ctx: RunContext) -> GatePlan:
                 PlannedCheck(f"async_vs_sync:{m}", p, Need.SYNC, m)
                 for m in gate.perf.async_vs_sync.metrics
             ]
+    _require_gates(gate, ctx.recipe, checks)
     return GatePlan(ctx.recipe, gate, ctx, tuple(checks))
+
+
+def _require_gates(gate: GateSpec, recipe: str, checks: Sequence[PlannedCheck]) -> None:
+    """A gate with nothing to check must never pass: no checks, or a listed tier without any."""
+    if not checks:
+        raise RecipeError(
+            f"recipe {recipe} declares no gates: its rlgate: block has no convergence, perf "
+            "or band checks, so a run cannot be judged against it (nothing would pass as "
+            "'0 passed')",
+            hint="add rlgate.convergence (completion and data integrity at least) and/or "
+            "rlgate.perf with a --baseline; the schema is in docs/convergence-and-perf.md",
+        )
+    listed = gate.tiers if isinstance(gate.tiers, list | tuple) else ()
+    for tier in Tier:
+        if tier.value in listed and not any(c.tier is tier for c in checks):
+            raise RecipeError(
+                f"recipe {recipe} lists {tier.value} in rlgate.tiers but declares no "
+                f"{tier.value} checks",
+                hint=f"add rlgate.{tier.value} (docs/convergence-and-perf.md) or drop "
+                f"{tier.value} from rlgate.tiers",
+            )
 
 
 def load_plan(
@@ -389,8 +419,14 @@ class GateReport:
 
     @property
     def passed(self) -> bool:
-        """True when every evaluated check passed (skips do not fail the gate)."""
-        return all(r.status is Status.PASS for r in self.results)
+        """True when checks were evaluated and every one passed (skips do not fail it)."""
+        return bool(self.results) and all(r.status is Status.PASS for r in self.results)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Notes on the inputs that changed nothing silently: the run's, then the rollouts'."""
+        rollouts = self.inputs.rollouts.warnings if self.inputs.rollouts is not None else ()
+        return [*self.inputs.run.warnings, *rollouts]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON document for ``rlgate check-run --json``."""
@@ -405,7 +441,7 @@ class GateReport:
             "skipped": [
                 {"name": c.name, "tier": c.tier.value, "reason": why} for c, why in self.skipped
             ],
-            "warnings": list(run.warnings),
+            "warnings": self.warnings,
             "files": [str(f) for f in run.files],
             "rollouts": self.inputs.rollouts.summary() if self.inputs.rollouts else None,
         }
@@ -414,16 +450,30 @@ class GateReport:
 def run_gate(
     plan: GatePlan, inputs: GateInputs, tiers: Sequence[Tier] = (Tier.CONVERGENCE, Tier.PERF)
 ) -> GateReport:
-    """Evaluate every planned check of ``tiers`` that has its inputs."""
-    results, skipped = [], []
-    for check in plan.checks:
-        if check.tier not in tiers:
-            continue
-        why = skip_reason(check, inputs.has)
-        if why is not None:
-            skipped.append((check, why))
-            continue
-        results.append(evaluate_check(plan, check, inputs))
+    """Evaluate every planned check of ``tiers`` that has its inputs.
+
+    Raises:
+        RecipeError: the recipe declares no check of ``tiers``.
+        RlgateError: every such check is skipped (an input it needs was not given), so
+            nothing would be evaluated: a gate that judged nothing must not pass.
+    """
+    chosen = [c for c in plan.checks if c.tier in tiers]
+    if not chosen:
+        names = " or ".join(t.value for t in tiers)
+        raise RecipeError(
+            f"recipe {plan.recipe} declares no {names} checks",
+            hint="choose another --tier, or add the tier's block to the recipe's rlgate: block",
+        )
+    skipped = [(c, why) for c in chosen if (why := skip_reason(c, inputs.has)) is not None]
+    if len(skipped) == len(chosen):
+        reasons = sorted({why for _, why in skipped})
+        raise RlgateError(
+            f"nothing to evaluate: all {len(chosen)} planned check(s) of recipe {plan.recipe} "
+            f"were skipped ({'; '.join(reasons[:4])}{'; ...' if len(reasons) > 4 else ''})",
+            hint="give the inputs those checks need (e.g. --baseline for the perf tier)",
+        )
+    dropped = {id(c) for c, _ in skipped}
+    results = [evaluate_check(plan, c, inputs) for c in chosen if id(c) not in dropped]
     return GateReport(plan, inputs, tuple(results), tuple(skipped))
 
 
@@ -441,7 +491,7 @@ def render_table(report: GateReport) -> str:
     rows += [("SKIP", c.name, "", "", why) for c, why in report.skipped]
     width = max((len(r[1]) for r in rows), default=4)
     lines = [f"rlgate check-run: recipe {report.plan.recipe}, run {report.inputs.run.source}"]
-    lines += [f"  warning: {w}" for w in report.inputs.run.warnings]
+    lines += [f"  warning: {w}" for w in report.warnings]
     lines += [f"  {s:<5} {n:<{width}}  {v:>10}  {b:<24} {m}" for s, n, v, b, m in rows]
     failed = sum(r.status is not Status.PASS for r in report.results)
     lines.append(
@@ -451,8 +501,27 @@ def render_table(report: GateReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+# XML 1.0 cannot carry these at all, not even as character references: C0 controls (tab, LF
+# and CR aside), lone surrogates (from JSON "\ud800" escapes) and U+FFFE/U+FFFF.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(text: object) -> str:
+    """``text`` safe inside XML: controls visible, characters XML 1.0 forbids escaped.
+
+    Controls go through ``rlgate._text.printable``; what is left that XML cannot carry
+    (lone surrogates, U+FFFE, U+FFFF) is shown as a backslash-u escape.
+    """
+    return _XML_ILLEGAL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", printable(text))
+
+
 def render_junit(report: GateReport) -> str:
-    """JUnit XML: one testcase per check, ``rlgate.*`` properties like the pytest tiers."""
+    """JUnit XML: one testcase per check, ``rlgate.*`` properties like the pytest tiers.
+
+    Every name, message and value may come from untrusted input (recipe file names, tags
+    and strings in run logs): each goes through :func:`_xml_text`, so the file is always
+    well-formed XML and no control character reaches a terminal or a CI page raw.
+    """
     from junitparser import (
         Error,
         Failure,
@@ -466,10 +535,13 @@ def render_junit(report: GateReport) -> str:
 
     from rlgate.junit import PROPERTY_PREFIX, format_value
 
+    x = _xml_text
     recipe = report.plan.recipe
-    suite = TestSuite(f"rlgate.check-run.{recipe}")
+    suite = TestSuite(x(f"rlgate.check-run.{recipe}"))
+    for warning in report.warnings:
+        suite.add_property(f"{PROPERTY_PREFIX}warning", x(warning))
     for result in report.results:
-        case = TestCase(result.name, classname=f"rlgate.{result.tier.value}.{recipe}")
+        case = TestCase(x(result.name), classname=x(f"rlgate.{result.tier.value}.{recipe}"))
         props = Properties()
         facts = {
             "value": result.value,
@@ -479,17 +551,19 @@ def render_junit(report: GateReport) -> str:
             "run_dir": str(report.inputs.run.source),
             "verdict": result.status.value,
         }
+        if result.evidence:
+            facts["evidence"] = json.dumps(result.evidence, sort_keys=True, default=str)
         for key, value in facts.items():
-            props.add_property(Property(f"{PROPERTY_PREFIX}{key}", format_value(value)))
+            props.add_property(Property(f"{PROPERTY_PREFIX}{key}", x(format_value(value))))
         case.append(props)
         if result.status is Status.FAIL:
-            case.result = [Failure(result.message)]
+            case.result = [Failure(x(result.message))]
         elif result.status is Status.ERROR:
-            case.result = [Error(result.message)]
+            case.result = [Error(x(result.message))]
         suite.add_testcase(case)
     for check, why in report.skipped:
-        case = TestCase(check.name, classname=f"rlgate.{check.tier.value}.{recipe}")
-        case.result = [Skipped(why)]
+        case = TestCase(x(check.name), classname=x(f"rlgate.{check.tier.value}.{recipe}"))
+        case.result = [Skipped(x(why))]
         suite.add_testcase(case)
     suite.update_statistics()
     xml = JUnitXml()

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -118,9 +119,10 @@ class CheckResult:
     bound: str
     message: str
     metric: str | None = None
+    evidence: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: ``{name, tier, status, value, bound, message, metric}``."""
+        """JSON form: ``{name, tier, status, value, bound, message, metric, evidence}``."""
         value = self.value
         if value is not None and not math.isfinite(value):
             value = str(value)  # keep the JSON valid; nan/inf are shown, not dropped
@@ -132,6 +134,7 @@ class CheckResult:
             "bound": self.bound,
             "message": self.message,
             "metric": self.metric,
+            "evidence": dict(self.evidence),
         }
 
 

@@ -4,11 +4,14 @@ Pure functions from a :class:`~rlgate.metrics.RunMetrics` (and the recipe's
 :class:`~rlgate.gate.RunContext`) to :class:`~rlgate.checks.CheckResult`. They never raise
 for bad data: a missing metric or an unreached target step is ERROR, a regression FAIL.
 
-* ``completion`` is the check NeMo RL's suite scripts skip: the last step of
-  ``train/loss`` must reach the target step. A run that stopped early *because it hit its
-  goal* passes: NeMo RL's ``grpo.stop_at_validation_metric/threshold`` early stop (the
-  ``validation/<metric>`` value reached the threshold), or an MLPerf log whose
-  ``run_stop`` status is ``success`` (target accuracy reached before ``max_steps``).
+* ``completion`` is the check NeMo RL's suite scripts skip: ``train/loss`` must have been
+  logged at every step from 1 through the target step, judged on the latest attempt
+  (:func:`rlgate.metrics.run_progress`: a stray far step, a gap or a stale earlier
+  ``exp_NNN`` never counts). A run that stopped early *because it hit its goal* passes:
+  NeMo RL's ``grpo.stop_at_validation_metric/threshold`` early stop (the
+  ``validation/<metric>`` value at the last step reached the threshold), or an MLPerf log
+  whose ``run_stop`` status is ``success`` *and* whose last ``eval_accuracy`` is at least its
+  own ``target_accuracy``. Any other MLPerf ``run_stop`` status is final: ERROR.
 * ``reward_improvement`` tests that reward went up (default: one-sided OLS slope t-test over
   the run, never a single step); ``reward_max_positive`` is NeMo RL's
   ``max(data["train/reward"]) > 0``.
@@ -21,6 +24,7 @@ for bad data: a missing metric or an unreached target step is ERROR, a regressio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -37,8 +41,15 @@ from rlgate.checks import (
     first_nonfinite,
     window_mask,
 )
-from rlgate.gate import AgenticSpec, CompletionSpec, RewardSpec, RewardTest, RunContext
-from rlgate.metrics import MetricSeries, RunMetrics, SourceKind
+from rlgate.gate import (
+    AgenticSpec,
+    CompletionSpec,
+    RewardSpec,
+    RewardTest,
+    RunContext,
+    is_finite_number,
+)
+from rlgate.metrics import MetricSeries, RunMetrics, SourceKind, run_progress
 
 __all__ = [
     "AGENTIC_TAGS",
@@ -79,7 +90,14 @@ def _result(
 
 
 def evaluate_completion(run: RunMetrics, ctx: RunContext, spec: CompletionSpec) -> CheckResult:
-    """The run reached its target step (or stopped early on its own success criterion)."""
+    """The run reached its target step (or stopped early on its own success criterion).
+
+    The step reached is :func:`~rlgate.metrics.run_progress`'s: contiguous steps through
+    the latest attempt's last step, so a stray far step, a gap, or a stale earlier attempt
+    past a newer one's end never counts; gaps, restarts and stale steps are named in the
+    message and in ``evidence``. An MLPerf log's ``run_stop`` is final: any status but
+    ``success`` is an ERROR, and ``success`` must agree with the log's own numbers.
+    """
     metric, target = spec.metric, ctx.target_step
     if target is None:
         return _result(
@@ -91,8 +109,9 @@ def evaluate_completion(run: RunMetrics, ctx: RunContext, spec: CompletionSpec) 
             metric,
         )
     bound = f">= {target}"
-    series = run.series.get(metric)
-    if series is None or not len(series):
+    mlperf = run.kind is SourceKind.MLPERF_LOG
+    progress = run_progress(run, metric, run.metadata.get("eval_steps", ()) if mlperf else ())
+    if progress is None:
         return _result(
             "completion",
             Status.ERROR,
@@ -101,52 +120,85 @@ def evaluate_completion(run: RunMetrics, ctx: RunContext, spec: CompletionSpec) 
             f"{metric} not logged, so the step reached is unknown",
             metric,
         )
-    reached = series.last_step
-    meta_step = run.metadata.get("last_step")
-    if isinstance(meta_step, int) and meta_step > reached:
-        reached = meta_step  # MLPerf: train stats of the final (eval) step are not logged
-    if reached >= target:
-        return _result(
-            "completion",
-            Status.PASS,
-            reached,
-            bound,
-            f"reached step {reached} (target {target})",
-            metric,
+    reached, detail = progress.reached, progress.describe()
+    evidence: dict[str, Any] = {**progress.evidence(), "target": target}
+    note = f"; {detail}" if detail else ""
+
+    def done(status: Status, message: str) -> CheckResult:
+        return CheckResult(
+            "completion", _C, status, reached, bound, message + note, metric, evidence
         )
-    early = _early_stop(run, ctx, reached)
-    if early is not None:
-        return _result("completion", Status.PASS, reached, bound, early, metric)
-    status = run.metadata.get("run_status")
-    why = f"; MLPerf run_stop status={status}" if status else ""
-    return _result(
-        "completion",
+
+    status = run.metadata.get("run_status") if mlperf else None
+    accuracy_ok, accuracy = _mlperf_accuracy(run) if mlperf else (False, "")
+    if mlperf:
+        evidence["mlperf"] = {"run_status": status, "accuracy": accuracy}
+    if status is not None and status != "success":
+        return done(
+            Status.ERROR,
+            f"MLPerf run_stop status={status} at step {reached} ({accuracy}): the run ended "
+            "without reaching its target accuracy, which is final whatever steps follow",
+        )
+    if status == "success" and not accuracy_ok:
+        return done(
+            Status.ERROR,
+            f"MLPerf run_stop status=success contradicts the log's own numbers: {accuracy} "
+            "(mlperf_grpo_logging.py MlperfGrpoLogger.end_eval stops with success only when "
+            "accuracy >= target_accuracy; force_success_status can override it)",
+        )
+    if reached >= target:
+        return done(Status.PASS, f"reached step {reached} (target {target})")
+    if not progress.gaps:
+        early = _early_stop(run, ctx, reached, accuracy if status == "success" else None)
+        if early is not None:
+            return done(Status.PASS, early)
+    return done(
         Status.ERROR,
-        reached,
-        bound,
-        f"run stopped at step {reached}, target step {target} not reached{why} "
+        f"run stopped at step {reached}, target step {target} not reached "
         "(NeMo RL suite scripts skip their checks here and exit 0)",
-        metric,
     )
 
 
-def _early_stop(run: RunMetrics, ctx: RunContext, reached: int) -> str | None:
-    if run.kind is SourceKind.MLPERF_LOG and run.metadata.get("run_status") == "success":
-        acc = run.series.get("validation/accuracy")
-        shown = (
-            f", validation/accuracy {acc.values[-1]:.4g}" if acc is not None and len(acc) else ""
-        )
+def _mlperf_accuracy(run: RunMetrics) -> tuple[bool, str]:
+    """Whether the last ``eval_accuracy`` meets the log's own ``target_accuracy``, in words.
+
+    The direction is MLPerf's for this benchmark and NeMo RL's MLPerf logger's
+    (``mlperf_grpo_logging.py`` ``MlperfGrpoLogger.end_eval``: success when
+    ``accuracy >= self.target_accuracy``).
+    """
+    hyper = run.metadata.get("hyperparameters") or {}
+    target = hyper.get("target_accuracy")
+    acc = run.series.get("validation/accuracy")
+    if not is_finite_number(target):
+        return False, f"the log has no usable target_accuracy (got {target!r})"
+    if acc is None or not len(acc):
+        return False, f"no eval_accuracy logged (target_accuracy {target:g})"
+    value, step = float(acc.values[-1]), acc.last_step
+    if not np.isfinite(value):
+        return False, f"eval_accuracy {value} at step {step} (target_accuracy {target:g})"
+    ok = value >= target
+    return ok, (
+        f"eval_accuracy {value:.4g} at step {step} {'>=' if ok else '<'} target_accuracy {target:g}"
+    )
+
+
+def _early_stop(
+    run: RunMetrics, ctx: RunContext, reached: int, mlperf_success: str | None
+) -> str | None:
+    if mlperf_success is not None:
         return (
-            f"stopped at step {reached} with MLPerf run_stop status=success (target accuracy "
-            f"reached before max_steps{shown})"
+            f"stopped at step {reached} with MLPerf run_stop status=success before max_steps: "
+            f"{mlperf_success}"
         )
     if ctx.stop_metric and ctx.stop_threshold is not None:
         val = run.series.get(f"validation/{ctx.stop_metric}")
-        if val is not None and len(val) and float(val.values[-1]) >= ctx.stop_threshold:
+        value = val.value_at(reached) if val is not None else None
+        if value is not None and np.isfinite(value) and value >= ctx.stop_threshold:
             return (
                 f"stopped early at step {reached}: validation/{ctx.stop_metric} = "
-                f"{val.values[-1]:.4g} >= {ctx.stop_threshold} at step {val.last_step} "
-                "(grpo.stop_at_validation_threshold)"
+                f"{value:.4g} >= {ctx.stop_threshold} at that step "
+                "(grpo.stop_at_validation_threshold; grpo.py exits at the end of the step "
+                "whose validation reaches it)"
             )
     return None
 

@@ -447,11 +447,21 @@ def context_from_config(
 ) -> RunContext:
     """Derive target step, token limits, agent turns and cluster size from a NeMo RL config."""
     conv = gate.convergence
+    if max_steps is not None and (isinstance(max_steps, bool) or max_steps < 1):
+        raise RecipeError(f"--max-steps must be a positive step count, got {max_steps!r}")
     target = (
         max_steps
-        or (conv.target_step if conv else None)
+        if max_steps is not None
+        else (conv.target_step if conv and conv.target_step else None)
         or _int(_get(config, "grpo.max_num_steps"))
     )
+    if target is not None and target < 1:
+        raise RecipeError(
+            f"recipe {recipe}: grpo.max_num_steps = {target} is not a positive step count, "
+            "so no run can be judged complete against it",
+            hint="set grpo.max_num_steps (or rlgate.convergence.target_step) to the run's "
+            "last step",
+        )
     nodes, per_node = (
         _int(_get(config, "cluster.num_nodes")),
         _int(_get(config, "cluster.gpus_per_node")),

@@ -21,14 +21,18 @@ Each line is one rollout: ``{"responses_create_params", "response", "reward", ..
   not an answer), ``none`` (no model output at all);
 * the reward.
 
-Invariants: a line that is not JSON is a MetricsError naming it (only a truncated last
-line is dropped with a warning); a row whose ``response`` fails nemo-gym's model is kept
-with ``schema_error`` set and counted by the ``rollouts:invalid_rate`` check.
+Invariants: a line that is not UTF-8 or not a JSON object is a MetricsError naming file
+and line (only a torn last line, with no line break after it, is dropped, with a warning
+that reaches the check-run result); a row whose ``response`` fails nemo-gym's model is kept
+with ``schema_error`` set and counted by the ``rollouts:invalid_rate`` check; ids, names and
+types of any other JSON type than string are treated as absent, never crash; a non-finite
+reward makes ``rollouts:reward_mean_min`` FAIL naming the line.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -103,13 +107,15 @@ class RolloutReport:
 
     def summary(self) -> dict[str, Any]:
         """Distribution summary for reports (reward, turns, failure counts)."""
-        rewards = np.array([r.reward for r in self.rollouts if r.reward is not None], float)
+        given = np.array([r.reward for r in self.rollouts if r.reward is not None], float)
+        rewards = given[np.isfinite(given)]  # a non-finite reward fails reward_mean_min
         turns = np.array([r.turns for r in self.rollouts], float)
         finals = {k.value: sum(r.final_turn is k for r in self.rollouts) for k in FinalTurn}
         return {
             "rollouts": len(self.rollouts),
             "reward": {
                 "n": int(rewards.size),
+                "non_finite": int(given.size - rewards.size),
                 "mean": float(rewards.mean()) if rewards.size else None,
                 "min": float(rewards.min()) if rewards.size else None,
                 "max": float(rewards.max()) if rewards.size else None,
@@ -134,14 +140,19 @@ def _text_parts(item: Mapping[str, Any], key: str) -> list[str]:
     return [p["text"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
 
 
+def _str(value: Any) -> str | None:
+    """``value`` if it is a string, else None (ids, names and types from untrusted JSON)."""
+    return value if isinstance(value, str) else None
+
+
 def _is_error_output(item: Mapping[str, Any], patterns: Sequence[re.Pattern[str]]) -> bool:
-    if item.get("status") in _FAILED_STATUS:
+    if _str(item.get("status")) in _FAILED_STATUS:
         return True
     output = item.get("output")
     text = output if isinstance(output, str) else "\n".join(_text_parts(item, "output"))
     try:
         parsed = json.loads(text)
-    except (json.JSONDecodeError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         parsed = None
     if isinstance(parsed, Mapping) and (
         parsed.get("error")
@@ -156,11 +167,11 @@ def _call_failure(item: Mapping[str, Any], tools: set[str]) -> str | None:
     args = item.get("arguments")
     try:
         parsed = json.loads(args) if isinstance(args, str) and args.strip() else {}
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return "bad_arguments"
     if not isinstance(parsed, Mapping):
         return "bad_arguments"
-    if tools and item.get("name") not in tools:
+    if tools and _str(item.get("name")) not in tools:
         return "unknown_tool"
     return None
 
@@ -180,7 +191,7 @@ class _Turns:
                 continue
             if item.get("generation_token_ids"):
                 token_turns += 1
-            is_model = item.get("type") in _MODEL_ITEMS or (
+            is_model = _str(item.get("type")) in _MODEL_ITEMS or (
                 item.get("type") == "message" and item.get("role", "assistant") == "assistant"
             )
             if is_model:
@@ -215,23 +226,26 @@ def summarize_rollout(row: Mapping[str, Any], line: int, spec: RolloutGateSpec) 
     schema_error = _validate(response)
     response = response if isinstance(response, Mapping) else {}
     output = response.get("output") if isinstance(response.get("output"), list) else []
-    tools = {t.get("name") for t in response.get("tools") or [] if isinstance(t, Mapping)} - {None}
+    listed = response.get("tools")
+    listed = listed if isinstance(listed, list) else []
+    tools = {name for t in listed if isinstance(t, Mapping) and (name := _str(t.get("name")))}
     patterns = [re.compile(p) for p in spec.error_patterns]
     turns = _Turns.split(output)
     outputs = {
-        i.get("call_id"): i
+        _str(i.get("call_id")): i
         for i in output
         if isinstance(i, Mapping) and i.get("type") == "function_call_output"
     }
-    final_ids = {i.get("call_id") for i in (turns.segments[-1] if turns.segments else [])}
+    final_ids = {_str(i.get("call_id")) for i in (turns.segments[-1] if turns.segments else [])}
     calls, reasons, unparsed, malformed = 0, [], 0, 0
     for item in (i for seg in turns.segments for i in seg):
         kind = item.get("type")
         if kind == "function_call":
             calls += 1
             reason = _call_failure(item, tools)
-            out = outputs.get(item.get("call_id"))
-            if reason is None and out is None and item.get("call_id") not in final_ids:
+            call_id = _str(item.get("call_id"))
+            out = outputs.get(call_id)
+            if reason is None and out is None and call_id not in final_ids:
                 reason = "no_output"
             if reason is None and out is not None and _is_error_output(out, patterns):
                 reason = "error_output"
@@ -245,13 +259,10 @@ def summarize_rollout(row: Mapping[str, Any], line: int, spec: RolloutGateSpec) 
             malformed += any(t.count(tag) > 1 for t in texts for tag in spec.thinking_tags)
         else:
             malformed += any(tag in t for t in texts for tag in spec.thinking_tags)
-    reward = row.get("reward")
     task = row.get("_ng_task_index")
     return RolloutSummary(
         line=line,
-        reward=float(reward)
-        if isinstance(reward, int | float) and not isinstance(reward, bool)
-        else None,
+        reward=_reward(row.get("reward")),
         turns=turns.token_turns or len(turns.segments),
         function_calls=calls,
         failed_calls=len(reasons),
@@ -260,8 +271,18 @@ def summarize_rollout(row: Mapping[str, Any], line: int, spec: RolloutGateSpec) 
         malformed_reasoning=malformed,
         final_turn=_final_turn(response, turns),
         schema_error=schema_error,
-        task_index=task if isinstance(task, int) else None,
+        task_index=task if isinstance(task, int) and not isinstance(task, bool) else None,
     )
+
+
+def _reward(value: Any) -> float | None:
+    """A numeric reward as float (NaN/inf kept, for the check to name); else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an integer literal beyond float range
+        return math.inf if value > 0 else -math.inf
 
 
 def _validate(response: Any) -> str | None:
@@ -276,32 +297,59 @@ def _validate(response: Any) -> str | None:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         return f"{exc.error_count()} schema error(s), first at response.{where}: {first['msg']}"
+    except RecursionError:
+        return "response nested too deeply to validate"
     return None
 
 
 def load_rollouts(path: str | Path, spec: RolloutGateSpec | None = None) -> RolloutReport:
-    """Read and summarise a rollout JSONL file."""
+    """Read and summarise a rollout JSONL file (one JSON object per line).
+
+    A crashed writer can leave one torn last line, without a line break after it: that
+    line is dropped with a warning that travels to the check-run result. Any other line
+    that is not UTF-8, not JSON or not an object is a MetricsError naming file and line.
+    """
     spec = spec or RolloutGateSpec()
     file = Path(path)
     if not file.is_file():
-        raise MetricsError(f"rollouts file not found: {file}")
-    lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
-    numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
+        kind = "is a directory, not a file" if file.is_dir() else "not found"
+        raise MetricsError(f"rollouts file {kind}: {file}")
     rows, warnings = [], []
-    for lineno, line in numbered:
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if lineno == numbered[-1][0]:
-                warnings.append(f"{file}:{lineno}: truncated last line dropped")
+    with file.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            torn = not raw.endswith(b"\n")  # only the last line can lack its line break
+            body = raw.rstrip(b"\r\n")
+            if not body.strip():
                 continue
-            raise MetricsError(
-                f"{file}:{lineno}: not valid JSON ({exc.msg})",
-                hint="a rollout JSONL has one JSON object per line",
-            ) from exc
-        if not isinstance(row, Mapping):
-            raise MetricsError(f"{file}:{lineno}: expected a JSON object, got {type(row).__name__}")
-        rows.append(summarize_rollout(row, lineno, spec))
+            try:
+                row = json.loads(body.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                if torn:
+                    warnings.append(f"{file}:{lineno}: truncated last line dropped (torn write)")
+                    continue
+                raise MetricsError(
+                    f"{file}:{lineno}: not UTF-8 text (byte {exc.start} of the line: {exc.reason})",
+                    hint="a rollout JSONL is UTF-8 JSON, one object per line",
+                ) from exc
+            except json.JSONDecodeError as exc:
+                if torn:
+                    warnings.append(
+                        f"{file}:{lineno}: truncated last line dropped (no line break after "
+                        f"it: the writer stopped mid-line; {exc.msg})"
+                    )
+                    continue
+                raise MetricsError(
+                    f"{file}:{lineno}: not valid JSON ({exc.msg})",
+                    hint="a rollout JSONL has one JSON object per line; only a torn last line "
+                    "(no line break after it) is tolerated",
+                ) from exc
+            except RecursionError:
+                raise MetricsError(f"{file}:{lineno}: JSON nested too deeply") from None
+            if not isinstance(row, Mapping):
+                raise MetricsError(
+                    f"{file}:{lineno}: expected a JSON object, got {type(row).__name__}"
+                )
+            rows.append(summarize_rollout(row, lineno, spec))
     if not rows:
         raise MetricsError(f"{file}: no rollouts", hint="is this ng_collect_rollouts output?")
     return RolloutReport(file, tuple(rows), tuple(warnings))
@@ -343,10 +391,21 @@ def evaluate_rollouts(
         kinds = ", ".join(f"{k} {failed.count(k)}" for k in sorted(set(failed))) or "none"
         return done(len(failed) / calls, f"{len(failed)} of {calls} calls; {kinds}")
     if name == "reward_mean_min":
-        rewards = [r.reward for r in report.rollouts if r.reward is not None]
+        rewards = [r for r in report.rollouts if r.reward is not None]
         if not rewards:
             return error(f"no rollout of {n} has a numeric reward")
-        return done(float(np.mean(rewards)), f"{len(rewards)} rewards")
+        bad = next((r for r in rewards if not math.isfinite(r.reward or 0.0)), None)
+        if bad is not None:
+            return CheckResult(
+                check,
+                Tier.CONVERGENCE,
+                Status.FAIL,
+                float("nan"),
+                bound,
+                f"{ROLLOUT_CHECKS[name]}: non-finite reward {bad.reward} at line {bad.line}",
+                None,
+            )
+        return done(float(np.mean([r.reward for r in rewards])), f"{len(rewards)} rewards")
     if name == "max_turns_share":
         if ctx.agent_max_turns is None:
             return error("agent_max_turns unknown (set it in the recipe or the gate block)")

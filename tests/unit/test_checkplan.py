@@ -10,7 +10,7 @@ import pytest
 from corpus_build import corpus
 from mlperf_runs import mlperf_path, mlperf_plan
 
-from rlgate._errors import MetricsError
+from rlgate._errors import MetricsError, RecipeError
 from rlgate.checkplan import (
     GateInputs,
     Need,
@@ -47,8 +47,19 @@ class TestPlanGate:
         check = next(c for c in plan.checks if c.name == "tool_call_failure_rate")
         assert check.skip and "grpo.invalid_tool_call_advantage" in check.skip
 
-    def test_plan_gate_of_an_empty_block_is_empty(self) -> None:
-        assert plan_gate(parse_gate({}), RunContext("r")).checks == ()
+    def test_plan_gate_of_an_empty_block_is_refused(self) -> None:
+        """A gate with nothing to check would pass anything ("0 passed"): it is an error."""
+        with pytest.raises(RecipeError, match="recipe r declares no gates"):
+            plan_gate(parse_gate({}), RunContext("r"))
+        with pytest.raises(RecipeError, match=r"lists perf in rlgate\.tiers but declares no perf"):
+            plan_gate(parse_gate({"tiers": ["perf"], "convergence": {}}), RunContext("r"))
+
+    def test_junit_escapes_what_xml_cannot_carry(self) -> None:
+        from rlgate.checkplan import _xml_text
+
+        assert _xml_text("a\x1b[2Kb\x00c\ud800d\uffffe\tf\ng") == (
+            "a\\x1b[2Kb\\x00c\\ud800d\\uffffe\tf\ng"
+        )
 
 
 class TestRunGate:

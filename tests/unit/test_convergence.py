@@ -81,10 +81,11 @@ class TestCompletion:
             assert res.status is Status.PASS and "run_stop status=success" in res.message
 
     def test_completion_errors_on_an_aborted_mlperf_run(self) -> None:
+        # the evaluation at step 7 proves step 7 was trained (its train stats are not logged)
         run = make_run(
             {"train/loss": [0.1] * 6},
             kind=SourceKind.MLPERF_LOG,
-            metadata={"run_status": "aborted", "last_step": 7},
+            metadata={"run_status": "aborted", "eval_steps": (7,)},
         )
         res = evaluate_completion(run, CTX, CompletionSpec())
         assert res.status is Status.ERROR and "status=aborted" in res.message and res.value == 7

@@ -132,3 +132,10 @@ class TestTiersOnCorpus:
         cases = run_tiers(tmp_path, "--run-dir", str(mlperf_path(256, 1)), "--recipe", str(recipe))
         assert {outcome(c) for c in cases.values()} == {"error"}
         assert all("did you mean 'checks'" in c.result[0].message for c in cases.values())
+
+    def test_tiers_report_a_recipe_without_gates_as_error_never_green(self, tmp_path: Path) -> None:
+        recipe = tmp_path / "nogates.yaml"
+        recipe.write_text("grpo: {max_num_steps: 3}\nrlgate: {tiers: [functional]}\n")
+        cases = run_tiers(tmp_path, "--run-dir", str(mlperf_path(256, 1)), "--recipe", str(recipe))
+        assert {outcome(c) for c in cases.values()} == {"error"}
+        assert all("declares no gates" in c.result[0].message for c in cases.values())

@@ -110,6 +110,21 @@ class TestFaultMatrix:
             completion.status is Status.ERROR and "target step 50 not reached" in completion.message
         )
 
+    @pytest.mark.parametrize(
+        ("fault", "named"),
+        [
+            (Fault.STALE_ATTEMPT, "steps 31..50 were logged by an earlier attempt"),
+            (Fault.STRAY_STEP, "missing steps 31..999"),
+            (Fault.RESUMED, "exp_002 restarted at step 23 after step 27 had been logged"),
+        ],
+        ids=["stale", "stray", "resumed"],
+    )
+    def test_completion_names_restarts_gaps_and_stale_steps(self, fault: Fault, named: str) -> None:
+        completion = next(r for r in gate(corpus().runs[fault]).results if r.name == "completion")
+        assert named in completion.message and completion.evidence["target"] == 50
+        assert completion.status is (Status.PASS if fault is Fault.RESUMED else Status.ERROR)
+        assert completion.value == (50 if fault is Fault.RESUMED else 30)
+
 
 class TestCorpusFiles:
     def test_corpus_uses_nemo_rl_tag_names_and_layout(self) -> None:

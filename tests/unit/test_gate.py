@@ -192,6 +192,20 @@ class TestContextFromConfig:
         assert context_from_config(config, recipe="r", gate=gate, max_steps=7).target_step == 7
         assert context_from_config(config, recipe="r", gate=parse_gate({})).target_step == 30
 
+    @pytest.mark.parametrize(
+        ("config", "max_steps", "match"),
+        [
+            pytest.param({"grpo": {"max_num_steps": 30}}, 0, "--max-steps must be", id="cli_zero"),
+            pytest.param({"grpo": {"max_num_steps": 30}}, -3, "--max-steps must be", id="cli_neg"),
+            pytest.param({"grpo": {"max_num_steps": 0}}, None, "= 0 is not a positive", id="cfg0"),
+            pytest.param({"grpo": {"max_num_steps": -5}}, None, "= -5 is not a pos", id="cfg_neg"),
+        ],
+    )
+    def test_context_refuses_a_non_positive_target_step(self, config, max_steps, match) -> None:
+        """--max-steps 0 used to be ignored (falsy) and a 0 target passed any run."""
+        with pytest.raises(RecipeError, match=match):
+            context_from_config(config, recipe="r", gate=parse_gate({}), max_steps=max_steps)
+
     def test_context_prefers_the_training_agent_and_skips_unresolved_values(self) -> None:
         config = {
             "env": {

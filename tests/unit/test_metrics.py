@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
 from pathlib import Path
 
@@ -245,7 +246,7 @@ class TestLoadMetricsJson:
         [
             pytest.param('{"train/loss": {"1": 1.0', "not valid JSON", id="truncated"),
             pytest.param(
-                '{"train/loss": {"one": 1.0}}', "non-integer step key 'one'", id="bad_step"
+                '{"train/loss": {"one": 1.0}}', "step key 'one' that is not", id="bad_step"
             ),
             pytest.param('{"train/loss": {"1": "x"}}', "is not a number", id="bad_value"),
             pytest.param('{"train/loss": [1, 2]}', "must map step strings", id="not_a_mapping"),
@@ -346,3 +347,252 @@ class TestMlperfValues:
         path.write_text(f":::MLLOG {json.dumps(event)}\n")
         with pytest.raises(MetricsError, match=r"x.out:1: train/reward at step 1 is not a number"):
             load_mlperf_log(path)
+
+
+def long_record_file(path: Path, image_bytes: int, *, scalar_first: bool = True) -> Path:
+    """One Event whose Summary holds a scalar and a large image (TF1 merged-summary style)."""
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    image = Summary.Value(
+        tag="plot", image=Summary.Image(encoded_image_string=os.urandom(image_bytes))
+    )
+    scalar = Summary.Value(tag="train/loss", simple_value=0.25)
+    values = [scalar, image] if scalar_first else [image, scalar]
+    writer = EventFileWriter(str(path))
+    writer.add_event(Event(step=7, summary=Summary(value=values)))
+    writer.add_event(
+        Event(step=8, summary=Summary(value=[Summary.Value(tag="train/loss", simple_value=0.5)]))
+    )
+    writer.close()
+    return next(path.glob("events*tfevents*"))
+
+
+class TestStreamingReader:
+    @settings(max_examples=25, deadline=None)
+    @given(st.binary(min_size=100, max_size=20_000))
+    def test_crc32c_of_long_buffers_matches_tensorboard_reference(self, data: bytes) -> None:
+        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as reference
+
+        assert masked_crc32c(data) == reference(data)
+
+    def test_small_blocks_read_the_same_as_one_block(
+        self, two_exp_run: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import rlgate._tfrecord as tfrecord
+
+        whole = to_metrics_json(load_tensorboard_dir(two_exp_run))
+        monkeypatch.setattr(tfrecord, "BLOCK", 64)  # refill at almost every record
+        monkeypatch.setattr(tfrecord, "LARGE", 100)  # the hparams/image records stream past
+        assert to_metrics_json(load_tensorboard_dir(two_exp_run)) == whole
+
+    @pytest.mark.parametrize("scalar_first", [True, False], ids=["scalar_first", "image_first"])
+    def test_a_long_record_keeps_its_scalars_and_skips_the_image_unread(
+        self, tmp_path: Path, scalar_first: bool
+    ) -> None:
+        f = long_record_file(tmp_path, 3_000_000, scalar_first=scalar_first)
+        out = read_event_file(f)
+        steps, values = out.series["train/loss"]
+        assert (
+            steps.tolist() == [7, 8] and values.tolist() == [0.25, 0.5] and "plot" not in out.series
+        )
+        assert to_metrics_json(load_tensorboard_dir(tmp_path)) == accumulator_dump(tmp_path)
+
+    def test_a_corrupt_byte_inside_a_long_record_is_corruption(self, tmp_path: Path) -> None:
+        f = long_record_file(tmp_path, 2_500_000)
+        data = bytearray(f.read_bytes())
+        data[1_500_000] ^= 0x01
+        f.write_bytes(bytes(data))
+        with pytest.raises(MetricsError, match=r"corrupt record payload at byte \d+"):
+            read_event_file(f)
+
+    @pytest.mark.parametrize("crc_ok", [True, False], ids=["header_crc_ok", "header_crc_bad"])
+    def test_a_huge_length_field_is_checked_against_the_file_size(
+        self, tmp_path: Path, crc_ok: bool
+    ) -> None:
+        f = write_events(tmp_path, {"train/loss": [(1, 1.0), (2, 2.0)]})
+        header = struct.pack("<Q", 1 << 62)
+        crc = masked_crc32c(header) if crc_ok else masked_crc32c(header) ^ 1
+        f.write_bytes(f.read_bytes() + header + struct.pack("<I", crc) + b"x" * 100)
+        if crc_ok:  # a writer killed mid-record: the tail is dropped, the rest is kept
+            out = read_event_file(f)
+            assert "announces 4611686018427387904 bytes, file ends first" in out.warnings[0]
+            assert out.series["train/loss"][0].tolist() == [1, 2]
+        else:
+            with pytest.raises(MetricsError, match="corrupt record header"):
+                read_event_file(f)
+
+    def test_a_record_that_is_not_an_event_is_named(self, tmp_path: Path) -> None:
+        payload = b"\xff" * 20
+        f = tmp_path / "events.out.tfevents.1.host"
+        header = struct.pack("<Q", len(payload))
+        f.write_bytes(
+            header
+            + struct.pack("<I", masked_crc32c(header))
+            + payload
+            + struct.pack("<I", masked_crc32c(payload))
+        )
+        with pytest.raises(MetricsError, match="record at byte 0 is not a TensorBoard Event"):
+            read_event_file(f)
+
+
+class TestHostileRunDirs:
+    def test_a_symlink_loop_in_the_run_dir_is_refused_naming_it(
+        self, two_exp_run: Path, tmp_path: Path
+    ) -> None:
+        import shutil
+
+        root = tmp_path / "run"
+        shutil.copytree(two_exp_run, root)
+        (root / "exp_001" / "loop").symlink_to("..")
+        with pytest.raises(
+            MetricsError, match=r"symlink loop in the run directory: .*exp_001/loop"
+        ):
+            load_run(root)
+
+    def test_a_symlinked_exp_dir_is_followed_like_json_dump_tb_logs(
+        self, two_exp_run: Path, tmp_path: Path
+    ) -> None:
+        root = tmp_path / "run"
+        root.mkdir()
+        (root / "exp_001").symlink_to(two_exp_run / "exp_001")
+        (root / "exp_002").symlink_to(two_exp_run / "exp_002")
+        assert to_metrics_json(load_run(root)) == to_metrics_json(load_run(two_exp_run))
+
+    def test_event_files_without_scalars_are_refused(self, tmp_path: Path) -> None:
+        writer = SummaryWriter(log_dir=str(tmp_path / "exp_001" / "tensorboard"))
+        writer.add_image("plot", np.zeros((3, 2, 2), dtype=np.uint8), 1)
+        writer.close()
+        with pytest.raises(MetricsError, match="no scalar metrics in 1 event file"):
+            load_run(tmp_path)
+
+    def test_mtime_order_against_exp_order_is_a_named_warning(
+        self, two_exp_run: Path, tmp_path: Path
+    ) -> None:
+        import shutil
+
+        copy = tmp_path / "copy"
+        shutil.copytree(two_exp_run, copy)
+        for f in (copy / "exp_001").rglob("*tfevents*"):
+            os.utime(f, (2e9, 2e9))
+        run = load_run(copy)
+        assert any("disagrees with NeMo RL's exp_NNN job order" in w for w in run.warnings)
+        assert not any("disagrees" in w for w in load_run(two_exp_run).warnings)
+
+
+class TestHostileMetricsJson:
+    @pytest.mark.parametrize(
+        ("text", "match"),
+        [
+            pytest.param('{"t": {"010": 1.0, "10": 2.0}}', "step key '010'", id="leading_zero"),
+            pytest.param('{"t": {"-1": 1.0}}', "step key '-1'", id="negative"),
+            pytest.param('{"t": {"1.5": 1.0}}', "step key '1.5'", id="fraction"),
+            pytest.param('{"t": {" 7": 1.0}}', "step key ' 7'", id="space"),
+            pytest.param('{"t": {"1_0": 1.0}}', "step key '1_0'", id="underscore"),
+            pytest.param(
+                '{"t": {"99999999999999999999999": 1.0}}', "step key '9999", id="beyond_int64"
+            ),
+            pytest.param('{"t": {"1": 1.0, "1": 2.0}}', "key '1' appears twice", id="dup_step"),
+            pytest.param(
+                '{"t": {"1": 1.0}, "t": {"2": 2.0}}', "key 't' appears twice", id="dup_tag"
+            ),
+            pytest.param('{"t": {"1": true}}', "is not a number: True", id="bool"),
+            pytest.param('{"t": {"1": [1]}}', "is not a number: list", id="list"),
+            pytest.param(
+                '{"t": {"1": ' + "[" * 50_000 + "]" * 50_000 + "}}", "nested too deeply", id="deep"
+            ),
+            pytest.param("{}", "no scalar metrics", id="empty"),
+            pytest.param('{"t": {}}', "no scalar metrics", id="empty_tag"),
+        ],
+    )
+    def test_silent_changes_are_refused_naming_the_value(
+        self, tmp_path: Path, text: str, match: str
+    ) -> None:
+        path = tmp_path / "metrics.json"
+        path.write_text(text)
+        with pytest.raises(MetricsError, match=match):
+            load_metrics_json(path)
+
+    def test_invalid_utf8_is_refused(self, tmp_path: Path) -> None:
+        path = tmp_path / "metrics.json"
+        path.write_bytes(b'{"train/loss": {"1": 0.5}, "\xff\xfe": {"1": 1.0}}')
+        with pytest.raises(MetricsError, match=r"metrics.json is not UTF-8 text \(byte 28"):
+            load_run(path)
+
+    def test_numbers_beyond_float_range_become_infinite_not_a_crash(self, tmp_path: Path) -> None:
+        path = tmp_path / "metrics.json"
+        path.write_text('{"t": {"1": 1' + "0" * 400 + ', "2": -1e400, "3": Infinity}}')
+        assert load_metrics_json(path).get("t").values.tolist() == [math.inf, -math.inf, math.inf]
+
+
+class TestHostileMlperf:
+    @pytest.mark.parametrize(
+        ("step", "shown"),
+        [
+            pytest.param("NaN", "nan", id="nan"),
+            pytest.param("Infinity", "inf", id="inf"),
+            pytest.param("1e300", "1e+300", id="huge"),
+            pytest.param("5.7", "5.7", id="fraction"),
+            pytest.param("-1", "-1", id="negative"),
+            pytest.param('"3"', "'3'", id="string"),
+            pytest.param("true", "True", id="bool"),
+            pytest.param("99999999999999999999999", "99999999999999999999999", id="beyond_int64"),
+        ],
+    )
+    def test_a_step_that_is_not_a_training_step_is_refused_naming_it(
+        self, tmp_path: Path, step: str, shown: str
+    ) -> None:
+        path = tmp_path / "x.out"
+        path.write_text(
+            f':::MLLOG {{"key": "tracked_stats", "value": {{"reward": 1}}, '
+            f'"metadata": {{"step": {step}}}}}\n'
+        )
+        with pytest.raises(
+            MetricsError,
+            match=rf"x.out:1: tracked_stats has metadata.step {re.escape(shown)}, not a training",
+        ):
+            load_mlperf_log(path)
+
+    @pytest.mark.parametrize(
+        ("line", "match"),
+        [
+            pytest.param('{"key": 5}', "not an event object with a key", id="key_not_str"),
+            pytest.param(
+                '{"key": "run_stop", "metadata": [1]}', "metadata of type list", id="meta_list"
+            ),
+            pytest.param("[1, 2]", "not an event object", id="list"),
+        ],
+    )
+    def test_malformed_events_are_refused(self, tmp_path: Path, line: str, match: str) -> None:
+        path = tmp_path / "x.out"
+        path.write_text(f":::MLLOG {line}\n")
+        with pytest.raises(MetricsError, match=match):
+            load_mlperf_log(path)
+
+    def test_a_corrupt_last_line_that_ends_with_a_line_break_is_not_a_torn_tail(
+        self, tmp_path: Path
+    ) -> None:
+        good = '{"key": "tracked_stats", "value": {"reward": 1}, "metadata": {"step": 1}}'
+        path = tmp_path / "x.out"
+        path.write_text(f":::MLLOG {good}\n:::MLLOG {{broken\n")
+        with pytest.raises(MetricsError, match=r"x\.out:2: corrupt :::MLLOG line"):
+            load_mlperf_log(path)
+        path.write_text(f":::MLLOG {good}\n:::MLLOG {{broken")
+        assert "truncated last" in load_mlperf_log(path).warnings[0]
+
+
+class TestDispatch:
+    def test_a_device_is_neither_a_directory_nor_a_file(self) -> None:
+        with pytest.raises(MetricsError, match="/dev/null is neither a directory nor a regular"):
+            load_run("/dev/null")
+
+    def test_mllog_lines_after_a_long_console_preamble_are_found(self, tmp_path: Path) -> None:
+        event = {"key": "tracked_stats", "value": {"reward": 1}, "metadata": {"step": 1}}
+        path = tmp_path / "job.log"
+        preamble = ("x" * 99 + "\n") * ((1 << 20) // 100) + "y" * 72  # needle spans 1 MiB
+        path.write_text(preamble + "\n:::MLLOG " + json.dumps(event) + "\n")
+        assert load_run(path).kind is SourceKind.MLPERF_LOG
+        path.write_text(preamble + " :::MLLOG not at a line start\n")
+        with pytest.raises(MetricsError, match="cannot tell what"):
+            load_run(path)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import nemo_gym
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rlgate._errors import MetricsError
 from rlgate.checks import Status
@@ -261,3 +263,73 @@ class TestEvaluateRollouts:
             "invalid_rate", load_rollouts(real(AVIARY), SPEC), SPEC, RunContext("r")
         )
         assert res.status is Status.FAIL and "first at line 1" in res.message
+
+
+class TestHostileRollouts:
+    def test_a_complete_but_corrupt_last_line_is_an_error_not_a_silent_drop(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "r.jsonl"
+        path.write_text(json.dumps(row([msg("hi")])) + "\n" + '{"response": \n')
+        with pytest.raises(MetricsError, match=r"r\.jsonl:2: not valid JSON"):
+            load_rollouts(path)
+
+    def test_invalid_utf8_is_refused_naming_file_and_line(self, tmp_path: Path) -> None:
+        path = tmp_path / "r.jsonl"
+        good = json.dumps(row([msg("hi")])).encode()
+        path.write_bytes(good + b"\n" + good[:30] + b"\xff\xfe" + good[30:] + b"\n" + good + b"\n")
+        with pytest.raises(MetricsError, match=r"r\.jsonl:2: not UTF-8 text \(byte 30 of the line"):
+            load_rollouts(path)
+
+    def test_a_torn_multibyte_last_line_is_dropped_with_a_warning(self, tmp_path: Path) -> None:
+        path = tmp_path / "r.jsonl"
+        good = json.dumps(row([msg("héllo")]), ensure_ascii=False).encode()
+        path.write_bytes(good + b"\n" + good[: good.index("é".encode()) + 1])
+        report = load_rollouts(path)
+        assert len(report.rollouts) == 1 and "r.jsonl:2: truncated last line" in report.warnings[0]
+
+    def test_deeply_nested_lines_are_refused(self, tmp_path: Path) -> None:
+        path = tmp_path / "r.jsonl"
+        path.write_text('{"response": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+        with pytest.raises(MetricsError, match=r"r\.jsonl:1: JSON nested too deeply"):
+            load_rollouts(path)
+
+    def test_a_non_finite_reward_fails_the_mean_reward_naming_the_line(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "r.jsonl"
+        rows = [row([msg("a")]), row([msg("b")]) | {"reward": 1e400}, row([msg("c")])]
+        rows[2]["reward"] = 10**400
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        report = load_rollouts(path)
+        res = evaluate_rollouts("reward_mean_min", report, SPEC, RunContext("r"))
+        assert res.status is Status.FAIL and "non-finite reward inf at line 2" in res.message
+        assert report.summary()["reward"]["non_finite"] == 2
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.data())
+    def test_summarize_rollout_never_raises_on_any_json_object(self, data) -> None:
+        keys = st.sampled_from(
+            ["type", "role", "status", "call_id", "name", "arguments", "output", "content",
+             "summary", "text", "tools", "generation_token_ids", "incomplete_details", "error",
+             "success", "reward", "_ng_task_index", "response", "id"]
+        )  # fmt: skip
+        leaves = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+        words = ["function_call", "function_call_output", "message", "reasoning", "assistant",
+                 "incomplete", "<tool_call>", "Error"]  # fmt: skip
+        leaves |= st.sampled_from(words)
+        values = st.recursive(
+            leaves,
+            lambda kids: st.lists(kids, max_size=4) | st.dictionaries(keys, kids, max_size=5),
+            max_leaves=30,
+        )
+        item = st.dictionaries(keys, values, max_size=6)
+        response = st.fixed_dictionaries(
+            {"output": st.lists(item | values, max_size=6)},
+            optional={"tools": st.lists(item | values, max_size=3), "status": values},
+        )
+        rollout = data.draw(
+            st.fixed_dictionaries({"response": response | values}, optional={"reward": values})
+        )
+        summary = summarize_rollout(rollout, 1, SPEC)
+        assert summary.line == 1 and summary.turns >= 0 and summary.failed_calls >= 0

@@ -60,6 +60,8 @@ class Fault(Enum):
     RESUMED = "resumed_two_exp_dirs"
     TOOL_CALLS_IN_REASONING = "tool_calls_in_reasoning"
     MALFORMED_THINKING = "malformed_thinking"
+    STALE_ATTEMPT = "stale_complete_exp_001_newer_exp_002_stopped"
+    STRAY_STEP = "stopped_early_stray_far_step"
 
 
 # Checks that must fail (or error) on each fault; every other planned check must pass.
@@ -81,6 +83,8 @@ EXPECTED_CATCHES: Mapping[Fault, frozenset[str]] = {
         {"reward_improvement", "band_curve:train/reward", "band_mean:train/reward"}
     ),
     Fault.STOPPED_EARLY: frozenset({"completion"}),
+    Fault.STALE_ATTEMPT: frozenset({"completion"}),
+    Fault.STRAY_STEP: frozenset({"completion"}),
     Fault.NAN_LOSS: frozenset({"finite:train/loss"}),
     Fault.TURNS_AT_MAX: frozenset({"turns_mean", "max_turns_share"}),
     Fault.TRUNCATION_RUNAWAY: frozenset({"truncation_rate", "natural_termination_rate"}),
@@ -265,6 +269,14 @@ def write_run(
     n = profile.steps
     if fault is Fault.STOPPED_EARLY:
         _write(root, 1, range(1, int(n * 0.6) + 1), values, True, profile, rng)
+    elif fault is Fault.STRAY_STEP:  # stopped at 60 %, plus one train/loss point far ahead
+        tb = _write(root, 1, range(1, int(n * 0.6) + 1), values, True, profile, rng)
+        _stray_point(tb, "train/loss", 20 * n)
+    elif fault is Fault.STALE_ATTEMPT:  # a complete old run, then a fresh run in the same dir
+        old = _write(root, 1, range(1, n + 1), values, True, profile, rng)
+        fresh = _series(Fault.HEALTHY, profile, np.random.default_rng(seed + 2))
+        new = _write(root, 2, range(1, int(n * 0.6) + 1), fresh, True, profile, rng)
+        _age(old, new)
     elif fault is Fault.RESUMED:
         first = _write(root, 1, range(1, int(n * 0.55) + 1), values, True, profile, rng)
         resume_at = int(n * 0.45)  # last checkpoint: steps after it are re-done after the crash
@@ -275,6 +287,17 @@ def write_run(
     else:
         _write(root, 1, range(1, n + 1), values, True, profile, rng)
     return root
+
+
+def _stray_point(tb_dir: Path, tag: str, step: int) -> None:
+    """Append one ``tag`` value at ``step`` to the run's event file (a stray, far step)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(log_dir=str(tb_dir), filename_suffix=".stray")
+    try:
+        writer.add_scalar(tag, 0.0, step)
+    finally:
+        writer.close()
 
 
 def _age(older: Path, newer: Path) -> None:

@@ -176,10 +176,9 @@ class TokenizerUnavailable(RecipeError):
                 "(or RLGATE_TOKENIZERS), or run with Hugging Face hub access (HF_TOKEN for a "
                 "gated model)"
             )
-        self.model_id, self.reason = (
-            model_id,
-            f"tokenizer {model_id!r} not available ({cause}): {todo}",
-        )
+        self.model_id = model_id
+        named = f"tokenizer {model_id!r} not available ({cause})" if model_id else cause
+        self.reason = f"{named}: {todo}"
         super().__init__(f"cannot load tokenizer {source!r}: {cause}", hint=todo)
 
 

@@ -348,6 +348,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     # `rlgate run TIER <pytest args>` forwards unknown options (e.g. --swe-before X) to pytest.
     args, unknown = parser.parse_known_args(argv)
+    # `rlgate recipe check A.yaml --json o.json B.yaml k=v`: argparse stops the positional
+    # list at the first option; configs and overrides after it are positionals too.
+    if unknown and getattr(args, "func", None) is _cmd_recipe_check:
+        if not any(u.startswith("-") for u in unknown):
+            args.args, unknown = [*args.args, *unknown], []
     if unknown:
         if getattr(args, "command", None) != "run":
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")

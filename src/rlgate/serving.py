@@ -442,7 +442,9 @@ def check_parsers(setup: ServingSetup) -> list[Finding]:
                 ERROR,
                 f"env.nemo_gym.{setup.gym_model.instance}",
                 "Gym's policy model sets uses_reasoning_parser: false while vLLM runs a reasoning "
-                "parser: Gym raises an AssertionError on every response with reasoning",
+                "parser: nemo-gym's VLLMModel.chat_completions "
+                "(responses_api_models/vllm_model/app.py) asserts on every response with "
+                "reasoning",
             )
         )
     return out
@@ -465,7 +467,8 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
                 sev,
                 f"{SERVING_KWARGS}.default_chat_template_kwargs",
                 f"chat_template_kwargs {name}={value!r}: the served template never reads {name!r}, "
-                "so vLLM drops it" + (" and thinking stays on" if sev is ERROR else ""),
+                "so vLLM drops it (vllm/renderers/hf.py::resolve_chat_template_kwargs)"
+                + (" and thinking stays on" if sev is ERROR else ""),
             )
         )
     if setup.effective_kwargs.get("truncate_history_thinking") is True:
@@ -490,7 +493,8 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
                     ERROR,
                     where,
                     "uses_interleaved_reasoning: false drops every earlier turn's reasoning "
-                    "before it reaches vLLM",
+                    "before it reaches vLLM (nemo-gym's "
+                    "VLLMModel._preprocess_chat_completion_create_params)",
                 )
             )
         if gcfg.get("reasoning_field") == "reasoning_content":
@@ -499,8 +503,9 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
                     "gym-reasoning-field",
                     ERROR,
                     where,
-                    "reasoning_field: reasoning_content - vLLM >= 0.16 reads only `reasoning` "
-                    "from history messages, so history reasoning is dropped",
+                    "reasoning_field: reasoning_content - vLLM reads only `reasoning` from "
+                    "history messages (vllm/entrypoints/chat_utils.py::"
+                    "_parse_chat_message_content), so history reasoning is dropped",
                 )
             )
     if (
@@ -516,8 +521,10 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
                 f"{SERVING_KWARGS}.chat_template",
                 f"the served template ({setup.template.source}) drops earlier turns' <think> "
                 "blocks once a new user message arrives (harness nudges, multi-turn agents); "
-                "the next prompt no longer extends the generated tokens ('Non-contiguous "
-                "messages'). Serve a thinking-preserving template",
+                "the next prompt no longer extends the generated tokens: NeMo RL asserts "
+                "'Non-contiguous messages found' (nemo_rl/environments/nemo_gym.py::"
+                "NemoGym._postprocess_nemo_gym_to_nemo_rl_result). Serve a thinking-preserving "
+                "template",
             )
         )
     return out
@@ -551,9 +558,11 @@ def check_contiguity(setup: ServingSetup) -> list[Finding]:
             )
         if result.divergence is not None:
             splice = (
-                "NeMo RL's EOS-count splice can restore the prefix when the agent echoes token ids"
+                "NeMo RL's EOS-count splice (nemo_rl/models/generation/openai_server_utils.py::"
+                "replace_prefix_tokens) can restore the prefix when the agent echoes token ids"
                 if result.splice_restores
-                else "NeMo RL's EOS-count splice cannot find its boundary"
+                else "NeMo RL's EOS-count splice (openai_server_utils.py::replace_prefix_tokens) "
+                "cannot find its boundary"
             )
             out.append(
                 Finding(

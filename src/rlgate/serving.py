@@ -209,6 +209,9 @@ def _served_template(config: dict[str, Any], tokenizer: Any) -> ChatTemplate:
         return served_template(config, tokenizer)
     except RecipeError as exc:
         raise NoChatTemplate(exc.message, hint=exc.hint) from exc
+    except (OSError, UnicodeDecodeError) as exc:  # chat_template names a file
+        path = get_path(config, f"{SERVING_KWARGS}.chat_template")
+        raise RecipeError(f"{SERVING_KWARGS}.chat_template: cannot read {path!r}: {exc}") from exc
 
 
 def serving_setup(recipe: Recipe, tokenizer_root: str | Path | None) -> ServingSetup:

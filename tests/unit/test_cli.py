@@ -140,6 +140,58 @@ class TestRecipeCheckManyConfigs:
         assert code == 2 and "not a GRPO config (no `grpo:` section)" in err and out == ""
 
 
+# Serves chat through vLLM (NeMo Gym on), so the tokenizer-dependent checks apply.
+GYM_MINI = (
+    MINI.replace("temperature: 1.0", "temperature: 1.0\n    vllm_cfg: {async_engine: true}")
+    + "env:\n  should_use_nemo_gym: true\n  nemo_gym: {}\n"
+)
+
+
+class TestRecipeCheckOffline:
+    def test_absent_tokenizer_skips_served_checks_with_one_line_and_exit_3(
+        self, tmp_path, capsys, monkeypatch
+    ):
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        cfg = _write(tmp_path / "gym.yaml", GYM_MINI)
+        absent = "policy.model_name=rlgate-test/absent-model"
+        out_json = tmp_path / "o.json"
+        code, out, _ = _check(
+            capsys, cfg, absent, "--tokenizers", str(tmp_path), "--json", str(out_json)
+        )
+        assert code == 3, out
+        (line,) = [x for x in out.splitlines() if x.startswith("NOT RUN")]
+        assert line.startswith("NOT RUN data, thinking, parsers, turn-budget, contiguity: ")
+        assert "tokenizer 'rlgate-test/absent-model' not available" in line
+        assert "put its files under --tokenizers DIR as absent-model/" in line
+        assert "gym: INCOMPLETE (0 errors, 0 warnings, 5 checks not run)" in out
+        (report,) = json.loads(out_json.read_text())["reports"]
+        assert report["status"] == "incomplete" and report["exit_code"] == 3
+        checks = {c["check"]: c for c in report["checks"]}
+        assert checks["batch-size"] == {"check": "batch-size", "status": "ran"}
+        assert checks["contiguity"]["status"] == "skipped"
+        assert "absent-model" in checks["contiguity"]["reason"]
+
+    def test_placeholder_path_and_unset_model_say_what_to_do(self, tmp_path, capsys):
+        cfg = _write(tmp_path / "gym.yaml", GYM_MINI)
+        code, out, _ = _check(capsys, cfg, "policy.model_name=/path/to/model")
+        assert code == 3 and "tokenizer '/path/to/model' not available (no such directory" in out
+        code, out, _ = _check(capsys, cfg, "policy.model_name=null")
+        assert code == 3 and "override policy.model_name=<hub id> to check it" in out
+
+    def test_an_error_wins_over_skipped_checks_and_the_worst_config_decides(
+        self, tmp_path, capsys, monkeypatch
+    ):
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        gym = _write(tmp_path / "gym.yaml", GYM_MINI)
+        plain = _write(tmp_path / "plain.yaml", MINI)
+        absent = "policy.model_name=rlgate-test/absent-model"
+        code, out, _ = _check(capsys, gym, plain, absent, "--tokenizers", str(tmp_path))
+        assert code == 3 and "1 compatible, 0 incompatible, 1 incomplete" in out
+        bad = "grpo.num_prompts_per_step=0"
+        code, out, _ = _check(capsys, gym, plain, absent, bad, "--tokenizers", str(tmp_path))
+        assert code == 1 and "0 compatible, 2 incompatible, 0 incomplete" in out
+
+
 class TestRecipeCheckHostileInputs:
     """Issue 10: every one is exit 2 (or a named finding), one message, no traceback."""
 

@@ -1022,9 +1022,8 @@ def check_recipe(
         checks += [CheckStatus(n, "skipped", exc.reason) for n in served]
         return CompatReport(recipe, findings, None, checks)
     except NoChatTemplate as exc:
-        findings.append(
-            Finding("no-chat-template", ERROR, f"{SERVING_KWARGS}.chat_template", str(exc))
-        )
+        key = f"{SERVING_KWARGS}.chat_template"
+        findings.append(Finding("no-chat-template", ERROR, key, exc.message))
         checks += [CheckStatus(n, "skipped", "no chat template to render") for n in served]
         return CompatReport(recipe, findings, None, checks)
     for name, fn, needs_parsers in SERVED_CHECKS:

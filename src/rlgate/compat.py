@@ -732,33 +732,34 @@ def check_gym(recipe: Recipe) -> list[Finding]:
         CheckSkipped: a config file or server module is missing from the installed nemo-gym
             (its findings so far are attached).
     """
-    cfg, out = recipe.config, []
+    out: list[Finding] = []
     servers, gym_model = _gym_setup(recipe)
     if not servers:
         return out
-    paths = get_path(cfg, "env.nemo_gym.config_paths") or []
     no_ids = (
         "NemoGym._postprocess_nemo_gym_to_nemo_rl_result (nemo_rl/environments/nemo_gym.py) "
         "trains only on output items carrying generation_token_ids and raises 'NeMo Gym "
         "returned a result with no generation data' when none does"
     )
-    if isinstance(paths, list) and not any(str(p).endswith("_for_training.yaml") for p in paths):
+    if gym_model is None:
         out.append(
             Finding(
                 "gym-training-model",
                 ERROR,
                 "env.nemo_gym.config_paths",
-                "no *_for_training.yaml model config (Gym's vllm_model_for_training.yaml sets "
-                f"return_token_id_information: true): {no_ids}",
+                "no responses_api_models.vllm_model server for the policy (Gym's "
+                "vllm_model_for_training.yaml, which sets return_token_id_information: true): "
+                f"{no_ids}",
             )
         )
-    if gym_model is not None and not gym_model.config.get("return_token_id_information"):
+    elif gym_model.config.get("return_token_id_information") is not True:
         out.append(
             Finding(
                 "gym-token-ids",
                 ERROR,
                 f"env.nemo_gym.{gym_model.instance}",
-                f"Gym's policy model must set return_token_id_information: true: {no_ids}",
+                "Gym's policy model must set return_token_id_information: true (use "
+                f"vllm_model_for_training.yaml): {no_ids}",
             )
         )
     unimportable = []

@@ -183,6 +183,8 @@ def _launch_gate(recipe: str, overrides: Sequence[str], tokenizers: str | None) 
     report = check_recipe_file(recipe, overrides, tokenizers)
     for finding in report.errors:
         print(finding, file=sys.stderr)
+    for check in report.skipped:  # e.g. a parser from a plugin: said, not silently passed
+        print(f"NOT RUN {check.name}: {check.reason}", file=sys.stderr)
     if not report.ok:
         print(
             f"rlgate: {report.recipe.name}: recipe check failed ({len(report.errors)} errors); "

@@ -3,25 +3,39 @@
 Each ``check_*`` function is pure over a loaded :class:`~rlgate.recipes.Recipe` (or its
 :class:`~rlgate.serving.ServingSetup`) and returns :class:`~rlgate.findings.Finding`s.
 Template and parser verdicts are *measured*: a probe conversation is rendered with the
-served template and parsed back with the served vLLM parsers. Runtime asserts NeMo RL
-only hits after allocating a cluster are reported here as errors, with the assert's
-meaning; keys NeMo RL or Gym accept but never read are warnings, so NeMo RL's own
-working configs pass.
+served template and parsed back with the served vLLM parsers.
+
+Every rule that says "NeMo RL asserts X" was read in NeMo RL's code at 7ea279a and its
+message names the file and function (``grpo.py::setup``...). Runtime asserts NeMo RL only
+hits after allocating a cluster are errors; keys NeMo RL or Gym accept but never read are
+warnings, so NeMo RL's own published configs pass.
+
+Checks come in two groups. The config checks need nothing but the config (and vLLM's
+parser registry). The served checks render the chat template with the model's tokenizer;
+when that tokenizer cannot be loaded (no hub access, a gated model, a placeholder path)
+they are reported as *skipped* with the reason, and the report's exit code is 3 unless
+an error was found. They do not apply (and are not skipped) when the config does not
+serve chat through vLLM's HTTP server (no NeMo Gym, another generation backend).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from rlgate._errors import ExitCode, RecipeError
+from rlgate._text import one_line
 from rlgate.findings import Finding, Severity
-from rlgate.gym import check_server_keys
-from rlgate.recipes import Recipe, flatten, get_path, load_recipe
+from rlgate.gym import GymServer, check_server_keys, gym_servers, vllm_model_config
+from rlgate.recipes import Recipe, flatten, get_path, load_recipe, require_grpo
 from rlgate.schema import check_keys
 from rlgate.serving import (
+    NoChatTemplate,
     ServingSetup,
+    TokenizerUnavailable,
     check_budget,
     check_contiguity,
     check_data,
@@ -33,24 +47,100 @@ from rlgate.serving import (
 )
 from rlgate.templates import SERVING_KWARGS
 
-__all__ = ["CompatReport", "check_recipe", "check_recipe_file"]
+__all__ = [
+    "CheckSkipped",
+    "CheckStatus",
+    "CompatReport",
+    "chat_server_not_applicable",
+    "check_async",
+    "check_batch",
+    "check_gym",
+    "check_lengths",
+    "check_mandatory",
+    "check_parser_names",
+    "check_ranges",
+    "check_recipe",
+    "check_recipe_file",
+    "check_sampling",
+    "check_serving_kwargs",
+    "check_topology",
+    "check_unresolved",
+    "parser_problem",
+]
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
+# Where the rules come from (NeMo RL @ 7ea279a).
+GRPO_SETUP = "nemo_rl/algorithms/grpo.py::setup"
+GRPO_ASYNC = "nemo_rl/algorithms/grpo.py::async_grpo_train"
+RUN_GYM = "examples/nemo_gym/run_grpo_nemo_gym.py::main"
+RUN_GRPO = "examples/run_grpo.py::main"
+GYM_ROLLOUT = "nemo_rl/experience/rollouts.py::run_async_nemo_gym_rollout"
+GYM_SETUP = "nemo_rl/environments/nemo_gym.py::setup_nemo_gym_config"
+ASYNC_ROLLOUTS = "nemo_rl/models/generation/interfaces.py::should_use_async_rollouts"
+CHAT_SERVER = (
+    "nemo_rl/models/generation/vllm/vllm_worker_async.py::"
+    "VllmAsyncGenerationWorkerImpl._setup_vllm_openai_api_server"
+)
+SHARD = "nemo_rl/distributed/batched_data_dict.py::BatchedDataDict.shard_by_batch_size"
+
+
+def _int(cfg: dict[str, Any], key: str) -> int | None:
+    """``cfg[key]`` when it is an int (not a bool); else None (the schema types values)."""
+    value = get_path(cfg, key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
 
 def _is_async(cfg: dict[str, Any]) -> bool:
-    return bool(get_path(cfg, "grpo.async_grpo.enabled"))
+    return get_path(cfg, "grpo.async_grpo.enabled") is True
 
 
 def _uses_gym(cfg: dict[str, Any]) -> bool:
-    return bool(get_path(cfg, "env.should_use_nemo_gym"))
+    return get_path(cfg, "env.should_use_nemo_gym") is True
+
+
+def _backend(cfg: dict[str, Any]) -> Any:
+    return get_path(cfg, "policy.generation.backend")
+
+
+def chat_server_not_applicable(cfg: dict[str, Any]) -> str | None:
+    """Why the served (template/parser) checks do not apply, or None when they do.
+
+    They apply when NeMo RL serves chat through vLLM's OpenAI server: the NeMo Gym path
+    (``setup_nemo_gym_config`` forces ``vllm_cfg.expose_http_server``) or an explicit
+    ``expose_http_server: true``, with the vLLM backend.
+    """
+    backend = _backend(cfg)
+    exposed = get_path(cfg, "policy.generation.vllm_cfg.expose_http_server") is True
+    if not (_uses_gym(cfg) or exposed):
+        return "no chat server: NeMo Gym is off and vllm_cfg.expose_http_server is not set"
+    if backend != "vllm":
+        return (
+            f"generation backend {backend!r} serves chat with its own server; rlgate models "
+            "vLLM's (OpenAIServingChat with its tool and reasoning parsers)"
+        )
+    return None
+
+
+# --- config checks ----------------------------------------------------------------
 
 
 def check_async(recipe: Recipe) -> list[Finding]:
-    """What ``async_grpo_train`` and the Gym rollout path assert only at runtime."""
+    """What the async GRPO and Gym entry points assert or raise before the first step."""
     cfg, out = recipe.config, []
-    gen = get_path(cfg, "policy.generation", {}) or {}
+    gen = get_path(cfg, "policy.generation", {})
+    gen = gen if isinstance(gen, dict) else {}
     backend = gen.get("backend")
+    if backend == "dynamo" and get_path(cfg, "grpo.async_grpo.in_flight_weight_updates") is True:
+        out.append(
+            Finding(
+                "dynamo-inflight",
+                ERROR,
+                "grpo.async_grpo.in_flight_weight_updates",
+                f"{GRPO_SETUP} raises ValueError for backend 'dynamo' with "
+                "in_flight_weight_updates: true (managed Dynamo drains rollouts before refit)",
+            )
+        )
     if _is_async(cfg):
         if backend not in ("vllm", "megatron", "trtllm", "dynamo"):
             out.append(
@@ -58,72 +148,86 @@ def check_async(recipe: Recipe) -> list[Finding]:
                     "async-backend",
                     ERROR,
                     "policy.generation.backend",
-                    f"async GRPO supports vllm, megatron, trtllm, dynamo; got {backend!r}",
+                    f"{GRPO_ASYNC} asserts backend in vllm, megatron, trtllm, dynamo; "
+                    f"got {backend!r}",
                 )
             )
-        if get_path(cfg, "policy.generation.colocated.enabled") and backend != "megatron":
+        engine = {"vllm": "vllm_cfg", "trtllm": "trtllm_cfg"}.get(str(backend))
+        # The Gym entry point forces vllm_cfg.async_engine (setup_nemo_gym_config).
+        forced = backend == "vllm" and _uses_gym(cfg)
+        if engine and not forced and get_path(gen, f"{engine}.async_engine") is not True:
+            out.append(
+                Finding(
+                    "async-engine",
+                    ERROR,
+                    f"policy.generation.{engine}.async_engine",
+                    f"{GRPO_ASYNC} asserts {ASYNC_ROLLOUTS}: backend {backend!r} needs "
+                    f"{engine}.async_engine: true for async GRPO",
+                )
+            )
+        if get_path(gen, "colocated.enabled") is True and backend != "megatron":
             out.append(
                 Finding(
                     "async-colocated",
                     ERROR,
                     "policy.generation.colocated.enabled",
-                    "async GRPO asserts non-colocated generation unless the backend is megatron; "
-                    "set colocated.enabled: false and give generation its own nodes",
+                    f"{GRPO_ASYNC} asserts 'Colocated async GRPO is only supported for the "
+                    "Megatron generation backend'; set colocated.enabled: false and give "
+                    "generation its own GPUs",
                 )
             )
-        if not get_path(cfg, "loss_fn.use_importance_sampling_correction"):
+        if get_path(cfg, "loss_fn.use_importance_sampling_correction") is not True:
             out.append(
                 Finding(
                     "async-importance-sampling",
                     ERROR,
                     "loss_fn.use_importance_sampling_correction",
-                    "async GRPO asserts importance-sampling correction ('must be enabled "
-                    "for async GRPO')",
+                    f"{GRPO_ASYNC} asserts loss_fn.use_importance_sampling_correction "
+                    "('must be enabled for async GRPO'; ClippedPGLossConfig defaults it to "
+                    "false)",
                 )
             )
-        age = get_path(cfg, "grpo.async_grpo.max_trajectory_age_steps", 1) or 1
-        inflight = get_path(cfg, "grpo.async_grpo.in_flight_weight_updates")
-        if age > 1 and not inflight:
+        age = _int(cfg, "grpo.async_grpo.max_trajectory_age_steps")
+        inflight = get_path(cfg, "grpo.async_grpo.in_flight_weight_updates") is True
+        if age is not None and age > 1 and not inflight:
             out.append(
                 Finding(
                     "async-age-without-inflight",
                     WARNING,
                     "grpo.async_grpo.max_trajectory_age_steps",
-                    f"max_trajectory_age_steps={age} without in_flight_weight_updates: NeMo "
-                    "RL warns; generation stalls at every refit",
+                    f"max_trajectory_age_steps={age} without in_flight_weight_updates: "
+                    f"{GRPO_ASYNC} warns that the extra age gives no performance benefit",
                 )
             )
-        if backend == "dynamo" and inflight:
-            out.append(
-                Finding(
-                    "async-dynamo-inflight",
-                    ERROR,
-                    "grpo.async_grpo.in_flight_weight_updates",
-                    "the dynamo backend requires in_flight_weight_updates: false",
-                )
-            )
+        runner = RUN_GYM if _uses_gym(cfg) else RUN_GRPO
         for key in (
             "grpo.use_dynamic_sampling",
             "grpo.reward_scaling.enabled",
             "grpo.reward_shaping.enabled",
             "data.use_multiple_dataloader",
         ):
-            if get_path(cfg, key):
+            if get_path(cfg, key) is True:
                 out.append(
                     Finding(
                         "async-unsupported",
                         ERROR,
                         key,
-                        f"{key}: true raises NotImplementedError in async GRPO",
+                        f"{key}: true with async GRPO: {runner} raises NotImplementedError",
                     )
                 )
-        if get_path(cfg, "policy.router_replay.enabled") and get_path(cfg, "data_plane.enabled"):
+        data_plane = get_path(cfg, "data_plane")
+        if (
+            get_path(cfg, "policy.router_replay.enabled") is True
+            and isinstance(data_plane, dict)
+            and data_plane.get("enabled") is True
+        ):
             out.append(
                 Finding(
                     "async-r3-data-plane",
                     ERROR,
                     "policy.router_replay.enabled",
-                    "router replay (R3) with data_plane.enabled raises NotImplementedError",
+                    f"router replay (R3) with data_plane.enabled: {GRPO_ASYNC} raises "
+                    "NotImplementedError (use the single-controller entry point)",
                 )
             )
     if _uses_gym(cfg):
@@ -133,27 +237,18 @@ def check_async(recipe: Recipe) -> list[Finding]:
                     "gym-max-val-samples",
                     ERROR,
                     "grpo.max_val_samples",
-                    "run_grpo_nemo_gym.py raises on a non-null grpo.max_val_samples (it is "
-                    "set to the validation set size)",
+                    f"{RUN_GYM} raises ValueError on a non-null grpo.max_val_samples (it sets "
+                    "it to the validation set size)",
                 )
             )
-        if gen.get("top_k") not in (None, 0):
+        if gen.get("top_k"):
             out.append(
                 Finding(
                     "gym-top-k",
                     ERROR,
                     "policy.generation.top_k",
-                    f"top_k={gen.get('top_k')!r}: the NeMo Gym rollout path asserts top_k "
-                    "is unset (not OpenAI-compatible)",
-                )
-            )
-        if gen.get("temperature") == 0:
-            out.append(
-                Finding(
-                    "gym-greedy",
-                    ERROR,
-                    "policy.generation.temperature",
-                    "greedy decoding is asserted against on the NeMo Gym path",
+                    f"top_k={gen.get('top_k')!r}: {GYM_ROLLOUT} asserts top_k is unset "
+                    "('Top k is not supported ... in NeMo-Gym path')",
                 )
             )
         for key in ("stop_strings", "stop_token_ids"):
@@ -163,73 +258,337 @@ def check_async(recipe: Recipe) -> list[Finding]:
                         "gym-stop",
                         WARNING,
                         f"policy.generation.{key}",
-                        f"{key} is forced to null on the NeMo Gym path; the value is ignored",
+                        f"{GYM_SETUP} sets {key} to null on the NeMo Gym path; the value is "
+                        "ignored",
                     )
                 )
-        if get_path(cfg, "policy.generation.val_top_k") is not None:
+    return out
+
+
+def check_sampling(recipe: Recipe) -> list[Finding]:
+    """Sampling parameters: validation overrides (``setup``) and greedy training."""
+    cfg, out = recipe.config, []
+    gen = get_path(cfg, "policy.generation", {})
+    gen = gen if isinstance(gen, dict) else {}
+    pairs = [(f"val_{k}", k) for k in ("temperature", "top_p", "top_k")]
+    differs = [v for v, t in pairs if v in gen and t in gen and gen[v] != gen[t]]
+    gym_vllm = _uses_gym(cfg) and gen.get("backend") == "vllm"
+    if differs and not gym_vllm:
+        out.append(
+            Finding(
+                "val-sampling",
+                ERROR,
+                f"policy.generation.{differs[0]}",
+                f"{', '.join(differs)} differ from the training values: {GRPO_SETUP} asserts "
+                "validation-only sampling is used only for vLLM NeMo-Gym rollouts",
+            )
+        )
+    if _uses_gym(cfg) and gen.get("val_top_k"):
+        out.append(
+            Finding(
+                "gym-val-top-k",
+                ERROR,
+                "policy.generation.val_top_k",
+                f"val_top_k={gen['val_top_k']!r} on the NeMo Gym path: {GRPO_SETUP} asserts "
+                f"it is null when it differs from top_k, and {GYM_ROLLOUT} asserts no top_k "
+                "on every validation rollout",
+            )
+        )
+    temperature = gen.get("temperature")
+    if isinstance(temperature, int | float) and not isinstance(temperature, bool):
+        if temperature == 0:
             out.append(
                 Finding(
-                    "gym-val-top-k",
-                    ERROR,
-                    "policy.generation.val_top_k",
-                    "val_top_k is rejected on the vLLM + Gym path",
+                    "greedy-sampling",
+                    WARNING,
+                    "policy.generation.temperature",
+                    "temperature 0 samples greedily: every generation of a prompt is the "
+                    "same, so GRPO's group advantages are zero (NeMo RL does not refuse it)",
                 )
             )
     return out
 
 
-def check_topology(recipe: Recipe) -> list[Finding]:
-    """Cluster split and batch-size arithmetic that ``setup()`` asserts."""
+def check_batch(recipe: Recipe) -> list[Finding]:
+    """Training batch vs ``policy.train_global_batch_size``.
+
+    One GRPO step trains on ``num_prompts_per_step x num_generations_per_prompt`` samples
+    (async GRPO skips a step whose replay-buffer batch has another size, "Unexpected
+    training batch size", ``async_grpo_train``). ``Policy.train`` splits that batch into
+    global batches of ``train_global_batch_size`` (one optimizer step each) with
+    ``BatchedDataDict.shard_by_batch_size``, which asserts the batch is a multiple of it.
+    Equality is required only by ``loss_fn.force_on_policy_ratio`` (``setup``).
+    """
     cfg, out = recipe.config, []
-    nodes, gpn = get_path(cfg, "cluster.num_nodes"), get_path(cfg, "cluster.gpus_per_node")
-    if not get_path(cfg, "policy.generation.colocated.enabled", True):
-        res = get_path(cfg, "policy.generation.colocated.resources", {}) or {}
-        gen_nodes, gen_gpn = res.get("num_nodes"), res.get("gpus_per_node")
-        if isinstance(nodes, int) and nodes > 1:
-            if not isinstance(gen_nodes, int) or gen_nodes < 1 or gen_nodes >= nodes:
-                out.append(
-                    Finding(
-                        "topology-generation-nodes",
-                        ERROR,
-                        "policy.generation.colocated.resources.num_nodes",
-                        "multi-node non-colocated needs 1 <= generation nodes < cluster.num_nodes "
-                        f"({nodes}); got {gen_nodes!r}",
-                    )
+    prompts = _int(cfg, "grpo.num_prompts_per_step")
+    gens = _int(cfg, "grpo.num_generations_per_prompt")
+    gbs = _int(cfg, "policy.train_global_batch_size")
+    if prompts is None or gens is None or gbs is None or prompts < 1 or gens < 1 or gbs < 1:
+        return out  # types: schema; ranges: check_ranges
+    samples, key = prompts * gens, "policy.train_global_batch_size"
+    product = f"num_prompts_per_step x num_generations_per_prompt = {prompts} x {gens} = {samples}"
+    if get_path(cfg, "loss_fn.force_on_policy_ratio") is True:
+        if gbs != samples:
+            out.append(
+                Finding(
+                    "batch-size-on-policy",
+                    ERROR,
+                    key,
+                    f"loss_fn.force_on_policy_ratio: true and train_global_batch_size {gbs} != "
+                    f"{product}: {GRPO_SETUP} asserts 'force_on_policy_ratio requires "
+                    "train_global_batch_size == num_prompts_per_step * "
+                    "num_generations_per_prompt'",
                 )
-            if gen_gpn != gpn:
-                out.append(
-                    Finding(
-                        "topology-gpus-per-node",
-                        ERROR,
-                        "policy.generation.colocated.resources.gpus_per_node",
-                        f"generation gpus_per_node ({gen_gpn}) must equal cluster.gpus_per_node "
-                        f"({gpn})",
-                    )
+            )
+        return out
+    if samples % gbs:
+        out.append(
+            Finding(
+                "batch-size-multiple",
+                ERROR,
+                key,
+                f"{product} is not a multiple of train_global_batch_size {gbs}: Policy.train "
+                f"(nemo_rl/models/policy/lm_policy.py) asserts it in {SHARD} ('Total batch "
+                f"size ({samples}) is not a multiple of batch_size ({gbs})')",
+            )
+        )
+    elif gbs < samples:
+        out.append(
+            Finding(
+                "batch-size",
+                INFO,
+                key,
+                f"{product} in global batches of {gbs}: {samples // gbs} optimizer steps per "
+                "GRPO step (the later ones off-policy; loss_fn.force_on_policy_ratio would "
+                "require equality)",
+            )
+        )
+    return out
+
+
+# (key, minimum, what NeMo RL does with a smaller value) -- values NeMo RL cannot use.
+_RANGES: tuple[tuple[str, int, str], ...] = (
+    (
+        "grpo.num_prompts_per_step",
+        1,
+        f"it is the train dataloader's batch_size ({GRPO_SETUP}); torch's DataLoader raises "
+        "ValueError for a batch_size below 1",
+    ),
+    (
+        "grpo.num_generations_per_prompt",
+        1,
+        f"no sample is generated per prompt ({GYM_ROLLOUT} raises 'num_generations must be "
+        "greater than zero')",
+    ),
+    (
+        "grpo.val_num_generations_per_prompt",
+        1,
+        f"{GRPO_SETUP} asserts 'grpo.val_num_generations_per_prompt must be >= 1'",
+    ),
+    (
+        "grpo.max_num_steps",
+        1,
+        "the training loop (`while ... < max_num_steps`, grpo.py::grpo_train and "
+        "async_grpo_train) runs no step",
+    ),
+    (
+        "grpo.max_num_epochs",
+        1,
+        "the training loop (`while current_epoch < max_num_epochs`, grpo.py::grpo_train) "
+        "runs no step",
+    ),
+    (
+        "policy.train_global_batch_size",
+        1,
+        f"Policy.train splits each step's batch into global batches of this size ({SHARD})",
+    ),
+    (
+        "policy.train_micro_batch_size",
+        1,
+        "Policy.train splits global batches into micro-batches of this size",
+    ),
+    (
+        "policy.max_total_sequence_length",
+        1,
+        "no sequence fits",
+    ),
+    (
+        "cluster.num_nodes",
+        1,
+        f"{GRPO_SETUP} places the policy on these nodes",
+    ),
+    (
+        "cluster.gpus_per_node",
+        1,
+        f"{GRPO_SETUP} places the policy on these GPUs",
+    ),
+)
+
+
+def check_ranges(recipe: Recipe) -> list[Finding]:
+    """Counts and sizes below the minimum NeMo RL can run with (negative, zero)."""
+    out = []
+    for key, minimum, effect in _RANGES:
+        value = _int(recipe.config, key)
+        if value is not None and value < minimum:
+            out.append(
+                Finding(
+                    "value-range",
+                    ERROR,
+                    key,
+                    f"{key}={value} must be >= {minimum}: {effect}",
                 )
-        elif gen_nodes not in (None, 1):
+            )
+    return out
+
+
+def _rm_resources(cfg: dict[str, Any]) -> tuple[int, int]:
+    """Nodes and GPUs per node of a reward-model environment the data uses (``setup``)."""
+    data = get_path(cfg, "data", {})
+    names = set()
+    for split in ("train", "validation", "default"):
+        entries = data.get(split) if isinstance(data, dict) else None
+        for entry in entries if isinstance(entries, list) else [entries]:
+            if isinstance(entry, dict) and "env_name" in entry:
+                names.add(entry["env_name"])
+    if "reward_model" not in names:
+        return 0, 0
+    return (
+        _int(cfg, "env.reward_model.resources.num_nodes") or 0,
+        _int(cfg, "env.reward_model.resources.gpus_per_node") or 0,
+    )
+
+
+def _topology_not_applicable(cfg: dict[str, Any]) -> str | None:
+    opd = get_path(cfg, "on_policy_distillation")
+    if isinstance(opd, dict) and get_path(opd, "non_colocated_teachers.enabled") is True:
+        return "non-colocated on-policy-distillation teachers: their placement is not modelled"
+    return None
+
+
+def check_topology(recipe: Recipe) -> list[Finding]:
+    """The cluster split ``grpo.py::setup`` asserts (policy, generation, reward model)."""
+    cfg, out = recipe.config, []
+    total, gpn = _int(cfg, "cluster.num_nodes"), _int(cfg, "cluster.gpus_per_node")
+    if total is None or gpn is None or total < 1 or gpn < 1:
+        return out  # types: schema; ranges: check_ranges
+    rm_nodes, rm_gpn = _rm_resources(cfg)
+    policy_nodes = 1 if total == 1 else total - rm_nodes
+    res_key = "policy.generation.colocated.resources"
+    if policy_nodes < 1:
+        return [
+            Finding(
+                "topology-policy-nodes",
+                ERROR,
+                "cluster.num_nodes",
+                f"{GRPO_SETUP} asserts policy_nodes > 0: cluster.num_nodes {total} - reward "
+                f"model nodes {rm_nodes} = {policy_nodes}",
+            )
+        ]
+    if get_path(cfg, "policy.generation.colocated.enabled", True) is not False:
+        if total == 1 and gpn - rm_gpn < 1:
+            out.append(
+                Finding(
+                    "topology-policy-gpus",
+                    ERROR,
+                    "cluster.gpus_per_node",
+                    f"{GRPO_SETUP} asserts policy GPUs per node > 0 on one node: "
+                    f"{gpn} - reward model {rm_gpn}",
+                )
+            )
+        return out
+    res = get_path(cfg, res_key, {})
+    res = res if isinstance(res, dict) else {}
+    inf_nodes, inf_gpn = res.get("num_nodes"), res.get("gpus_per_node")
+    if policy_nodes == 1:
+        if not isinstance(inf_gpn, int) or inf_gpn < 1:
+            out.append(
+                Finding(
+                    "topology-generation-gpus",
+                    ERROR,
+                    f"{res_key}.gpus_per_node",
+                    f"{GRPO_SETUP} asserts generation gpus_per_node is set and > 0 when the "
+                    f"policy has one node and generation is not colocated; got {inf_gpn!r}",
+                )
+            )
+        elif gpn - inf_gpn - (rm_gpn if total == 1 else 0) < 1:
+            out.append(
+                Finding(
+                    "topology-train-gpus",
+                    ERROR,
+                    f"{res_key}.gpus_per_node",
+                    f"{GRPO_SETUP} asserts GPUs are left for training on the single policy "
+                    f"node: cluster.gpus_per_node {gpn} - generation {inf_gpn}"
+                    + (f" - reward model {rm_gpn}" if total == 1 and rm_gpn else ""),
+                )
+            )
+        if inf_nodes not in (None, 1):
             out.append(
                 Finding(
                     "topology-single-node",
                     ERROR,
-                    "policy.generation.colocated.resources.num_nodes",
-                    f"single-node non-colocated needs resources.num_nodes null or 1; "
-                    f"got {gen_nodes}",
+                    f"{res_key}.num_nodes",
+                    f"{GRPO_SETUP} asserts generation num_nodes is null or 1 when the policy "
+                    f"has one node and generation is not colocated; got {inf_nodes!r}",
                 )
             )
-    prompts, gens = (
-        get_path(cfg, "grpo.num_prompts_per_step"),
-        get_path(cfg, "grpo.num_generations_per_prompt"),
-    )
-    gbs = get_path(cfg, "policy.train_global_batch_size")
-    if all(isinstance(v, int) for v in (prompts, gens, gbs)) and gbs != prompts * gens:
+        return out
+    if not isinstance(inf_nodes, int) or isinstance(inf_nodes, bool) or inf_nodes < 1:
         out.append(
             Finding(
-                "batch-size",
+                "topology-generation-nodes",
                 ERROR,
-                "policy.train_global_batch_size",
-                f"train_global_batch_size {gbs} != num_prompts_per_step x "
-                "num_generations_per_prompt "
-                f"= {prompts * gens}: every step is skipped ('Unexpected training batch size')",
+                f"{res_key}.num_nodes",
+                f"{GRPO_SETUP} asserts generation num_nodes > 0 when cluster.num_nodes > 1 and "
+                f"generation is not colocated; got {inf_nodes!r}",
+            )
+        )
+    elif policy_nodes - inf_nodes < 1:
+        out.append(
+            Finding(
+                "topology-generation-nodes",
+                ERROR,
+                f"{res_key}.num_nodes",
+                f"{GRPO_SETUP} asserts train_nodes > 0: {policy_nodes} policy nodes - "
+                f"{inf_nodes} generation nodes leaves none for training",
+            )
+        )
+    if inf_gpn != gpn:
+        out.append(
+            Finding(
+                "topology-gpus-per-node",
+                ERROR,
+                f"{res_key}.gpus_per_node",
+                f"{GRPO_SETUP} asserts generation gpus_per_node ({inf_gpn!r}) equals "
+                f"cluster.gpus_per_node ({gpn}) when cluster.num_nodes > 1",
+            )
+        )
+    return out
+
+
+def check_lengths(recipe: Recipe) -> list[Finding]:
+    """Sequence lengths: max_total_sequence_length vs vLLM's max_model_len and max_new_tokens."""
+    cfg, out = recipe.config, []
+    total = _int(cfg, "policy.max_total_sequence_length")
+    model_len = _int(cfg, "policy.generation.vllm_cfg.max_model_len")
+    new_tokens = _int(cfg, "policy.generation.max_new_tokens")
+    if total is not None and model_len is not None and total > model_len:
+        out.append(
+            Finding(
+                "budget-model-len",
+                WARNING,
+                "policy.generation.vllm_cfg.max_model_len",
+                f"max_total_sequence_length {total} > vLLM max_model_len {model_len}: the "
+                f"engine truncates at its own limit ({GYM_ROLLOUT} only warns)",
+            )
+        )
+    if total is not None and new_tokens is not None and new_tokens > total:
+        out.append(
+            Finding(
+                "budget-new-tokens",
+                WARNING,
+                "policy.generation.max_new_tokens",
+                f"max_new_tokens {new_tokens} > max_total_sequence_length {total}",
             )
         )
     return out
@@ -237,22 +596,24 @@ def check_topology(recipe: Recipe) -> list[Finding]:
 
 def check_serving_kwargs(recipe: Recipe) -> list[Finding]:
     """Keys of http_server_serving_chat_kwargs must be OpenAIServingChat parameters."""
-    kwargs = get_path(recipe.config, SERVING_KWARGS) or {}
-    allowed = sorted(serving_chat_parameters())
     out = []
-    for key in kwargs if isinstance(kwargs, dict) else ():
-        if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f"; did you mean {close[0]}?" if close else ""
-            out.append(
-                Finding(
-                    "serving-kwarg",
-                    ERROR,
-                    f"{SERVING_KWARGS}.{key}",
-                    f"vLLM's OpenAIServingChat has no parameter {key!r}: NeMo RL passes these "
-                    f"kwargs straight to it and the server fails to start{hint}",
+    kwargs = get_path(recipe.config, SERVING_KWARGS) or {}
+    if isinstance(kwargs, dict) and kwargs:
+        allowed = sorted(serving_chat_parameters())
+        for key in kwargs:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                out.append(
+                    Finding(
+                        "serving-kwarg",
+                        ERROR,
+                        f"{SERVING_KWARGS}.{key}",
+                        f"vLLM's OpenAIServingChat has no parameter {key!r}: {CHAT_SERVER} "
+                        f"passes these kwargs to it as **kwargs and the server fails to start"
+                        f"{hint}",
+                    )
                 )
-            )
     for key in ("tool_parser", "reasoning_parser", "chat_template"):
         if get_path(recipe.config, f"policy.generation.vllm_cfg.{key}") is not None:
             out.append(
@@ -260,41 +621,164 @@ def check_serving_kwargs(recipe: Recipe) -> list[Finding]:
                     "serving-kwarg-level",
                     ERROR,
                     f"policy.generation.vllm_cfg.{key}",
-                    f"{key} belongs in {SERVING_KWARGS}; under vllm_cfg it is ignored",
+                    f"{key} belongs in {SERVING_KWARGS}: {CHAT_SERVER} reads it only there, "
+                    "so under vllm_cfg it is ignored",
                 )
             )
     return out
 
 
-def check_gym(setup: ServingSetup) -> list[Finding]:
-    """Gym server configs validated against nemo-gym's own pydantic models."""
-    cfg, out = setup.recipe.config, []
-    if not _uses_gym(cfg):
+def _parser_names() -> dict[str, tuple[str, ...]]:
+    from rlgate.parsers import reasoning_parser_names, tool_parser_names
+
+    return {"tool": tool_parser_names(), "reasoning": reasoning_parser_names()}
+
+
+def _served_parser_names(recipe: Recipe) -> list[tuple[str, str]]:
+    """(kind, name) of the parsers vLLM's chat server looks up at start-up."""
+    kwargs = get_path(recipe.config, SERVING_KWARGS)
+    if not isinstance(kwargs, dict):
+        return []
+    out = []
+    # ParserManager.get_tool_parser looks the tool parser up only with auto tools on
+    # (NeMo RL's server defaults enable_auto_tools to True).
+    if kwargs.get("tool_parser") and kwargs.get("enable_auto_tools", True) is not False:
+        out.append(("tool", str(kwargs["tool_parser"])))
+    if kwargs.get("reasoning_parser"):
+        out.append(("reasoning", str(kwargs["reasoning_parser"])))
+    return out
+
+
+def parser_problem(recipe: Recipe) -> str | None:
+    """Why the served parsers cannot be built here (unknown name or plugin), or None."""
+    names = _parser_names() if _served_parser_names(recipe) else {}
+    for kind, name in _served_parser_names(recipe):
+        if name in names[kind]:
+            continue
+        plugin = get_path(recipe.config, f"policy.generation.vllm_cfg.{kind}_parser_plugin")
+        if plugin:
+            return (
+                f"{kind} parser {name!r} is registered by the plugin {plugin!r} "
+                f"(vllm_cfg.{kind}_parser_plugin); rlgate does not run plugin code"
+            )
+        return f"{kind} parser {name!r} is not in vLLM's registry"
+    return None
+
+
+def check_parser_names(recipe: Recipe) -> list[Finding]:
+    """The serving kwargs' parser names exist in vLLM's registries (or come from a plugin)."""
+    out = []
+    names = _parser_names() if _served_parser_names(recipe) else {}
+    for kind, name in _served_parser_names(recipe):
+        if name in names[kind]:
+            continue
+        if get_path(recipe.config, f"policy.generation.vllm_cfg.{kind}_parser_plugin"):
+            continue  # registered by a plugin at server start; reported as a skip
+        close = difflib.get_close_matches(name, names[kind], n=3)
+        hint = (
+            f"did you mean {' or '.join(close)}?"
+            if close
+            else f"a parser from a plugin needs policy.generation.vllm_cfg.{kind}_parser_plugin "
+            f"(registered: {', '.join(names[kind])})"
+        )
+        out.append(
+            Finding(
+                "unknown-parser",
+                ERROR,
+                f"{SERVING_KWARGS}.{kind}_parser",
+                f"unknown {kind} parser {name!r}: vLLM's chat server, which {CHAT_SERVER} "
+                f"builds, fails to start (vllm/parser/parser_manager.py::ParserManager."
+                f"get_{kind}_parser: 'has not been registered'); {hint}",
+            )
+        )
+    return out
+
+
+class CheckSkipped(Exception):
+    """A check could not run (entirely or for part of the config) on this machine."""
+
+    def __init__(self, reason: str, findings: Sequence[Finding] = ()) -> None:
+        super().__init__(reason)
+        self.reason, self.findings = reason, list(findings)
+
+
+def _gym_setup(recipe: Recipe) -> tuple[list[GymServer], GymServer | None]:
+    """Gym's server configs for this recipe; CheckSkipped when the installed Gym lacks one."""
+    nemo_gym = get_path(recipe.config, "env.nemo_gym")
+    if not _uses_gym(recipe.config) or not isinstance(nemo_gym, dict):
+        return [], None
+    try:
+        servers = gym_servers(nemo_gym)
+    except RecipeError as exc:
+        raise CheckSkipped(
+            f"NeMo Gym config not resolvable with the installed nemo-gym {_gym_version()}: "
+            f"{exc.message}"
+        ) from exc
+    return servers, vllm_model_config(servers)
+
+
+def _gym_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nemo-gym")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def check_gym(recipe: Recipe) -> list[Finding]:
+    """Gym server configs validated against nemo-gym's own pydantic models.
+
+    Raises:
+        CheckSkipped: a config file or server module is missing from the installed nemo-gym
+            (its findings so far are attached).
+    """
+    out: list[Finding] = []
+    servers, gym_model = _gym_setup(recipe)
+    if not servers:
         return out
-    paths = get_path(cfg, "env.nemo_gym.config_paths") or []
-    if not any(str(p).endswith("_for_training.yaml") for p in paths):
+    no_ids = (
+        "NemoGym._postprocess_nemo_gym_to_nemo_rl_result (nemo_rl/environments/nemo_gym.py) "
+        "trains only on output items carrying generation_token_ids and raises 'NeMo Gym "
+        "returned a result with no generation data' when none does"
+    )
+    if gym_model is None:
         out.append(
             Finding(
                 "gym-training-model",
                 ERROR,
                 "env.nemo_gym.config_paths",
-                "no *_for_training.yaml model config: NeMo RL requires Gym's policy model "
-                "to return token ids (vllm_model_for_training.yaml)",
+                "no responses_api_models.vllm_model server for the policy (Gym's "
+                "vllm_model_for_training.yaml, which sets return_token_id_information: true): "
+                f"{no_ids}",
             )
         )
-    if setup.gym_model is not None and not setup.gym_model.config.get(
-        "return_token_id_information"
-    ):
+    elif gym_model.config.get("return_token_id_information") is not True:
         out.append(
             Finding(
                 "gym-token-ids",
                 ERROR,
-                f"env.nemo_gym.{setup.gym_model.instance}",
-                "Gym's policy model must set return_token_id_information: true for training",
+                f"env.nemo_gym.{gym_model.instance}",
+                "Gym's policy model must set return_token_id_information: true (use "
+                f"vllm_model_for_training.yaml): {no_ids}",
             )
         )
-    for server in setup.servers:
-        for f in check_server_keys(server):
+    unimportable = []
+    for server in servers:
+        if not server.overridden:
+            continue  # nothing set here to validate: do not import the server's module
+        try:
+            key_findings = check_server_keys(server)
+        except RecipeError as exc:
+            unimportable.append(exc.message)
+            continue
+        except Exception as exc:  # importing a Gym server runs its module (deps, downloads)
+            unimportable.append(
+                f"cannot import Gym server {server.server_type}.{server.implementation}: "
+                f"{type(exc).__name__}: {one_line(exc)[:200]}"
+            )
+            continue
+        for f in key_findings:
             sev = ERROR if f.suggestion else WARNING
             what = f"did you mean {f.suggestion}?" if f.suggestion else "Gym ignores it"
             out.append(
@@ -318,42 +802,94 @@ def check_gym(setup: ServingSetup) -> list[Finding]:
                         "mandatory Gym value (???) is not set",
                     )
                 )
+    if unimportable:
+        raise CheckSkipped(
+            f"keys of {len(unimportable)} Gym server(s) not validated: {'; '.join(unimportable)} "
+            f"(install the server's dependencies next to nemo-gym {_gym_version()})",
+            out,
+        )
     return out
 
 
 def check_unresolved(recipe: Recipe) -> list[Finding]:
-    """Interpolations that only resolve where the run starts, one warning per cause."""
-    by_reason: dict[str, list[str]] = {}
+    """Interpolations: unset ``oc.env`` variables warn; ones that can never resolve are errors."""
+    by_reason: dict[tuple[bool, str], list[str]] = {}
     for u in recipe.unresolved:
-        by_reason.setdefault(u.reason, []).append(u.key)
-    return [
-        Finding(
-            "unresolved-interpolation",
-            WARNING,
-            keys[0],
-            f"{reason}: {len(keys)} key(s) keep their ${{...}} expression here "
-            f"({', '.join(keys)}); they must resolve where the run starts",
-        )
-        for reason, keys in by_reason.items()
-    ]
+        by_reason.setdefault((u.fatal, u.reason), []).append(u.key)
+    out = []
+    for (fatal, reason), keys in by_reason.items():
+        if fatal:
+            out.append(
+                Finding(
+                    "unresolvable-interpolation",
+                    ERROR,
+                    keys[0],
+                    f"{reason}: {len(keys)} key(s) can never resolve ({', '.join(keys)}); "
+                    "NeMo RL's OmegaConf.to_container(resolve=True) fails at start-up "
+                    f"({RUN_GYM})",
+                )
+            )
+        else:
+            out.append(
+                Finding(
+                    "unresolved-interpolation",
+                    WARNING,
+                    keys[0],
+                    f"{reason}: {len(keys)} key(s) keep their ${{...}} expression here "
+                    f"({', '.join(keys)}); they must resolve where the run starts",
+                )
+            )
+    return out
 
 
 def check_mandatory(recipe: Recipe) -> list[Finding]:
-    """Values left as ``???`` (OmegaConf's mandatory marker) fail at NeMo RL start-up."""
+    """Values left as ``???`` (OmegaConf's mandatory marker)."""
     return [
-        Finding("missing-value", ERROR, key, "mandatory value (???) is not set")
+        Finding(
+            "missing-value",
+            ERROR,
+            key,
+            "mandatory value (???) is not set: NeMo RL's OmegaConf.to_container keeps the "
+            "literal '???' and the run starts with it",
+        )
         for key, value in flatten(recipe.config).items()
         if value == "???"
     ]
 
 
+# --- the report ---------------------------------------------------------------------
+
+CheckState = Literal["ran", "skipped", "not-applicable"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckStatus:
+    """Whether one check ran, and why not when it did not."""
+
+    name: str
+    status: CheckState
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        """Plain JSON form."""
+        out = {"check": self.name, "status": self.status}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
 class CompatReport:
-    """All findings for one recipe."""
+    """All findings for one recipe, and which checks ran."""
 
     def __init__(
-        self, recipe: Recipe, findings: Sequence[Finding], setup: ServingSetup | None
+        self,
+        recipe: Recipe,
+        findings: Sequence[Finding],
+        setup: ServingSetup | None,
+        checks: Sequence[CheckStatus] = (),
     ) -> None:
         self.recipe, self.findings, self.setup = recipe, list(findings), setup
+        self.checks = list(checks)
 
     @property
     def errors(self) -> list[Finding]:
@@ -361,55 +897,159 @@ class CompatReport:
         return [f for f in self.findings if f.severity is Severity.ERROR]
 
     @property
+    def warnings(self) -> list[Finding]:
+        """Findings worth a look that do not fail the check."""
+        return [f for f in self.findings if f.severity is Severity.WARNING]
+
+    @property
+    def skipped(self) -> list[CheckStatus]:
+        """Checks that apply to this config but could not run here."""
+        return [c for c in self.checks if c.status == "skipped"]
+
+    @property
     def ok(self) -> bool:
-        """True when there is no error."""
+        """True when there is no error (skipped checks aside)."""
         return not self.errors
 
+    @property
+    def status(self) -> str:
+        """``incompatible`` (an error), ``incomplete`` (checks skipped) or ``compatible``."""
+        if self.errors:
+            return "incompatible"
+        return "incomplete" if self.skipped else "compatible"
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """1 with an error, else 3 when checks were skipped, else 0."""
+        return {
+            "incompatible": ExitCode.FAIL,
+            "incomplete": ExitCode.INFRA,
+            "compatible": ExitCode.OK,
+        }[self.status]
+
     def as_dict(self) -> dict[str, Any]:
-        """JSON form (``rlgate recipe check --json``)."""
+        """JSON form of one config (an element of ``rlgate recipe check --json``'s reports)."""
+        setup = self.setup
         return {
             "recipe": str(self.recipe.path),
             "name": self.recipe.name,
             "overrides": list(self.recipe.overrides),
+            "status": self.status,
+            "exit_code": int(self.exit_code),
             "compatible": self.ok,
-            "tokenizer": self.setup.tokenizer_source if self.setup else None,
-            "template": {"source": self.setup.template.source, "sha256": self.setup.template.sha256}
-            if self.setup
+            "tokenizer": setup.tokenizer_source if setup else None,
+            "template": {"source": setup.template.source, "sha256": setup.template.sha256}
+            if setup
             else None,
-            "profile": self.setup.profile().as_dict() if self.setup else None,
+            "profile": setup.profile().as_dict() if setup else None,
+            "checks": [c.as_dict() for c in self.checks],
             "findings": [f.as_dict() for f in self.findings],
         }
 
 
+CONFIG_CHECKS: tuple[tuple[str, Callable[[Recipe], list[Finding]]], ...] = (
+    ("interpolations", check_unresolved),
+    ("mandatory-values", check_mandatory),
+    ("keys", lambda r: check_keys(r.config)),
+    ("ranges", check_ranges),
+    ("async", check_async),
+    ("sampling", check_sampling),
+    ("batch-size", check_batch),
+    ("topology", check_topology),
+    ("lengths", check_lengths),
+    ("gym", check_gym),
+)
+# Checks of the served chat path: (name, function, needs the vLLM parsers).
+SERVED_CHECKS: tuple[tuple[str, Callable[[ServingSetup], list[Finding]], bool], ...] = (
+    ("data", check_data, False),
+    ("thinking", check_thinking, False),
+    ("parsers", check_parsers, True),
+    ("tool-call-in-reasoning", check_tool_call_in_reasoning, True),
+    ("turn-budget", check_budget, True),
+    ("contiguity", check_contiguity, True),
+)
+
+
 def check_recipe(
-    recipe: Recipe, tokenizer_root: str | Path | None, setup: ServingSetup | None = None
+    recipe: Recipe,
+    tokenizer_root: str | Path | None,
+    setup: ServingSetup | None = None,
+    *,
+    skip_unavailable: bool = False,
 ) -> CompatReport:
-    """Run every check on a loaded recipe (``setup`` reuses an already resolved serving setup)."""
-    findings = check_unresolved(recipe)
-    findings += (
-        check_mandatory(recipe)
-        + check_keys(recipe.config)
-        + check_async(recipe)
-        + check_topology(recipe)
-        + check_serving_kwargs(recipe)
-    )
-    setup = setup or serving_setup(recipe, tokenizer_root)
-    steps: list[Callable[[ServingSetup], list[Finding]]] = [
-        check_gym,
-        check_data,
-        check_parsers,
-        check_tool_call_in_reasoning,
-        check_thinking,
-        check_budget,
-        check_contiguity,
-    ]
-    for step in steps:
-        findings += step(setup)
-    return CompatReport(recipe, findings, setup)
+    """Run every check on a loaded recipe (``setup`` reuses an already resolved serving setup).
+
+    Args:
+        recipe: the loaded config.
+        tokenizer_root: folder with one tokenizer subfolder per model (else HF cache/hub).
+        setup: an already resolved serving setup (tests share one).
+        skip_unavailable: when the tokenizer cannot be loaded, report the served checks as
+            skipped instead of raising :class:`~rlgate.serving.TokenizerUnavailable`.
+    """
+    findings: list[Finding] = []
+    checks: list[CheckStatus] = []
+
+    def run(name: str, fn: Callable[[Any], list[Finding]], arg: Any) -> None:
+        try:
+            findings.extend(fn(arg))
+        except CheckSkipped as skip:
+            findings.extend(skip.findings)
+            checks.append(CheckStatus(name, "skipped", skip.reason))
+        else:
+            checks.append(CheckStatus(name, "ran"))
+
+    for name, fn in CONFIG_CHECKS:
+        if name == "topology" and (why := _topology_not_applicable(recipe.config)):
+            checks.append(CheckStatus(name, "not-applicable", why))
+            continue
+        run(name, fn, recipe)
+    served = [name for name, _, _ in SERVED_CHECKS]
+    not_applicable = chat_server_not_applicable(recipe.config) if setup is None else None
+    if not_applicable:
+        names = ["serving-kwargs", "parser-names", *served]
+        checks += [CheckStatus(n, "not-applicable", not_applicable) for n in names]
+        return CompatReport(recipe, findings, None, checks)
+    run("serving-kwargs", check_serving_kwargs, recipe)
+    run("parser-names", check_parser_names, recipe)
+    unusable_parsers = parser_problem(recipe)
+    try:
+        _gym_setup(recipe)
+    except CheckSkipped as skip:
+        checks += [CheckStatus(n, "skipped", skip.reason) for n in served]
+        return CompatReport(recipe, findings, None, checks)
+    try:
+        setup = setup or serving_setup(recipe, tokenizer_root)
+    except TokenizerUnavailable as exc:
+        if not skip_unavailable:
+            raise
+        checks += [CheckStatus(n, "skipped", exc.reason) for n in served]
+        return CompatReport(recipe, findings, None, checks)
+    except NoChatTemplate as exc:
+        key = f"{SERVING_KWARGS}.chat_template"
+        findings.append(Finding("no-chat-template", ERROR, key, exc.message))
+        checks += [CheckStatus(n, "skipped", "no chat template to render") for n in served]
+        return CompatReport(recipe, findings, None, checks)
+    for name, fn, needs_parsers in SERVED_CHECKS:
+        if needs_parsers and unusable_parsers:
+            checks.append(CheckStatus(name, "skipped", unusable_parsers))
+            continue
+        run(name, fn, setup)
+    return CompatReport(recipe, findings, setup, checks)
 
 
 def check_recipe_file(
-    path: str | Path, overrides: Sequence[str] = (), tokenizer_root: str | Path | None = None
+    path: str | Path,
+    overrides: Sequence[str] = (),
+    tokenizer_root: str | Path | None = None,
+    *,
+    skip_unavailable: bool = False,
 ) -> CompatReport:
-    """Load ``path`` with ``overrides`` and run every check."""
-    return check_recipe(load_recipe(path, overrides), tokenizer_root)
+    """Load ``path`` with ``overrides``, refuse a non-GRPO config, and run every check.
+
+    Raises:
+        RecipeError: the config cannot be loaded, or is not a GRPO config.
+        TokenizerUnavailable: the tokenizer cannot be loaded (unless ``skip_unavailable``).
+    """
+    recipe = load_recipe(path, overrides)
+    require_grpo(recipe)
+    return check_recipe(recipe, tokenizer_root, skip_unavailable=skip_unavailable)

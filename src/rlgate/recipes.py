@@ -11,8 +11,16 @@ rlgate checks is what ``run_grpo_nemo_gym.py`` would run:
   NeMo RL applies them: ``a.b=c`` must name an existing key, ``++a.b=c`` adds or
   sets, ``~a.b`` deletes;
 * ``${...}`` interpolations (and NeMo RL's ``mul``/``add``/``div``/``max``
-  resolvers) are resolved. One that cannot be resolved here (an ``oc.env``
-  variable only the cluster sets) is kept verbatim and reported, not fatal.
+  resolvers) are resolved. One that cannot be resolved here is kept verbatim and
+  recorded in ``Recipe.unresolved`` with its cause: an ``oc.env`` variable only the
+  cluster sets (``kind="env"``, may resolve where the run starts) or a reference that
+  can never resolve, e.g. ``${nope}`` naming no config key (``kind="missing-key"``) or
+  an unknown resolver (``kind="resolver"``).
+
+Every file of the ``defaults:`` chain is read with :func:`rlgate._io.read_yaml`
+(strict UTF-8, alias-bomb budget) and refused when nested deeper than
+``MAX_DEPTH`` before OmegaConf parses it; ``defaults:`` must be a path or a list
+of paths (NeMo RL's ``load_config_with_inheritance`` crashes on anything else).
 
 The top-level ``rlgate:`` block (gate bounds, tiers, expectations) is rlgate's
 own; NeMo RL's ``MasterConfig`` allows extra keys, so a recipe carrying it still
@@ -23,12 +31,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import (
+    InterpolationKeyError,
+    InterpolationToMissingValueError,
+    OmegaConfBaseException,
+    UnsupportedInterpolationType,
+)
+from omegaconf.resolvers import oc as oc_resolvers
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rlgate._errors import RecipeError
@@ -36,6 +52,7 @@ from rlgate._io import read_yaml
 
 __all__ = [
     "GATE_KEY",
+    "OTHER_ALGORITHMS",
     "FunctionalGate",
     "KnownLimitation",
     "Recipe",
@@ -46,18 +63,34 @@ __all__ = [
     "load_recipe",
     "recipe_files",
     "recipe_tiers",
+    "require_grpo",
 ]
 
 GATE_KEY = "rlgate"
 
 
+UnresolvedKind = Literal["env", "missing-key", "resolver", "missing-value"]
+
+
 @dataclass(frozen=True, slots=True)
 class Unresolved:
-    """An interpolation that could not be resolved on this machine."""
+    """An interpolation that could not be resolved on this machine.
+
+    ``kind`` says whether it can still resolve where the run starts: ``env`` (an
+    ``oc.env`` variable not set here) and ``missing-value`` (it points at a ``???``
+    value, reported on its own) can; ``missing-key`` (no such config key) and
+    ``resolver`` (a resolver NeMo RL does not register) never can.
+    """
 
     key: str
     expression: str
     reason: str
+    kind: UnresolvedKind = "env"
+
+    @property
+    def fatal(self) -> bool:
+        """True when the interpolation fails wherever the run starts."""
+        return self.kind in ("missing-key", "resolver")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,14 +128,41 @@ def _register_resolvers() -> None:
             OmegaConf.register_new_resolver(name, fn)
 
 
+# NeMo RL configs nest about ten levels; OmegaConf recurses a few frames per level and
+# overflows Python's stack near 300. A deeper document is refused before OmegaConf sees it.
+MAX_DEPTH = 64
+
+
+def _depth(node: Any) -> int:
+    """Nesting depth of a parsed YAML document (iterative: never recurses itself)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((c, level + 1) for c in children if isinstance(c, dict | list))
+    return deepest
+
+
 def _load_yaml(path: Path) -> DictConfig:
+    # read_yaml first: missing/directory/non-UTF-8 files and alias bombs are refused
+    # before OmegaConf (which expands aliases without a budget) ever parses the file.
     raw = read_yaml(path, what="config file", error=RecipeError)
     if not isinstance(raw, dict):
         raise RecipeError(f"{path}: a NeMo RL config must be a mapping, got {type(raw).__name__}")
+    if _depth(raw) > MAX_DEPTH:
+        raise RecipeError(
+            f"{path}: nested more than {MAX_DEPTH} levels deep; not a NeMo RL config",
+            hint="NeMo RL configs nest about ten levels",
+        )
     try:
+        # OmegaConf's own loader, as NeMo RL's load_config uses: it reads 1e-6 as a float
+        # (PyYAML's YAML 1.1 rules read it as a string) and refuses duplicate keys.
         return OmegaConf.load(path)  # keeps interpolations unresolved
-    except OmegaConfBaseException as exc:
-        raise RecipeError(f"{path}: {exc}") from exc
+    except (OmegaConfBaseException, yaml.YAMLError, RecursionError) as exc:
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise RecipeError(f"{path}: not a valid NeMo RL config: {detail}") from exc
 
 
 def _merge(base: DictConfig, child: DictConfig) -> DictConfig:
@@ -119,6 +179,31 @@ def _merge(base: DictConfig, child: DictConfig) -> DictConfig:
     return merged
 
 
+def _parent_paths(path: Path, defaults: Any) -> list[Path]:
+    """The files a ``defaults:`` value names (NeMo RL: a path or a list of paths)."""
+    entries = [defaults] if isinstance(defaults, str) else defaults
+    if not isinstance(entries, ListConfig | list) or not all(isinstance(e, str) for e in entries):
+        shown = OmegaConf.to_container(defaults) if OmegaConf.is_config(defaults) else defaults
+        raise RecipeError(
+            f"{path}: `defaults:` must be a file path or a list of file paths, got {shown!r}",
+            hint="e.g. `defaults: ../../grpo_math_1B.yaml` (relative to the file that names it)",
+        )
+    parents = []
+    for entry in entries:
+        parent = Path(entry) if Path(entry).is_absolute() else path.parent / entry
+        if parent.is_dir():
+            raise RecipeError(
+                f"{path}: defaults entry {entry!r} is a directory ({parent}), not a config file"
+            )
+        if not parent.is_file():
+            raise RecipeError(
+                f"{path}: defaults entry {entry!r} not found (looked for {parent})",
+                hint="defaults paths are relative to the file that names them",
+            )
+        parents.append(parent)
+    return parents
+
+
 def _load_chain(path: Path, seen: tuple[Path, ...]) -> tuple[DictConfig, list[Path]]:
     path = path.resolve()
     if path in seen:
@@ -128,17 +213,8 @@ def _load_chain(path: Path, seen: tuple[Path, ...]) -> tuple[DictConfig, list[Pa
     sources: list[Path] = []
     if "defaults" in cfg:
         defaults = cfg.pop("defaults")
-        parents = [defaults] if isinstance(defaults, str) else list(defaults or [])
         base = OmegaConf.create({})
-        for parent in parents:
-            parent_path = Path(str(parent))
-            if not parent_path.is_absolute():
-                parent_path = path.parent / parent_path
-            if not parent_path.is_file():
-                raise RecipeError(
-                    f"{path}: defaults entry {parent!r} not found (looked for {parent_path})",
-                    hint="defaults paths are relative to the file that names them",
-                )
+        for parent_path in _parent_paths(path, defaults):
             parent_cfg, parent_sources = _load_chain(parent_path, (*seen, path))
             sources.extend(parent_sources)
             base = _merge(base, parent_cfg)
@@ -176,6 +252,36 @@ def _walk(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
             yield from _walk(value, path)
 
 
+@contextmanager
+def _env_stubbed() -> Iterator[None]:
+    """Every ``oc.env`` lookup succeeds (a placeholder) while inside; restored on exit."""
+    OmegaConf.register_new_resolver(
+        "oc.env", lambda key, default=None: f"<env {key}>", replace=True
+    )
+    try:
+        yield
+    finally:
+        OmegaConf.register_new_resolver("oc.env", oc_resolvers.env, replace=True)
+
+
+def _unresolved(cfg: DictConfig, path: str, node: str, exc: Exception) -> Unresolved:
+    """Classify a failed interpolation by resolving it again with every env variable set."""
+    reason = str(exc).splitlines()[0]
+    kind: UnresolvedKind = "env"
+    with _env_stubbed():
+        try:
+            OmegaConf.select(cfg, path, throw_on_resolution_failure=True)
+        except InterpolationKeyError as again:
+            kind, reason = "missing-key", str(again).splitlines()[0]
+        except UnsupportedInterpolationType as again:
+            kind, reason = "resolver", str(again).splitlines()[0]
+        except InterpolationToMissingValueError as again:
+            kind, reason = "missing-value", str(again).splitlines()[0]
+        except (OmegaConfBaseException, TypeError, ValueError, ArithmeticError):
+            pass  # depends on the variable's value (e.g. arithmetic on it): may resolve there
+    return Unresolved(path, node, reason, kind)
+
+
 def _resolve(cfg: DictConfig) -> tuple[dict[str, Any], list[Unresolved]]:
     """Resolve interpolations node by node, keeping the ones that cannot resolve here."""
     raw = OmegaConf.to_container(cfg, resolve=False)
@@ -190,9 +296,8 @@ def _resolve(cfg: DictConfig) -> tuple[dict[str, Any], list[Unresolved]]:
         if isinstance(node, str) and "${" in node:
             try:
                 value = OmegaConf.select(cfg, path, throw_on_resolution_failure=True)
-            except OmegaConfBaseException as exc:
-                reason = str(exc).splitlines()[0]
-                unresolved.append(Unresolved(path, node, reason))
+            except (OmegaConfBaseException, TypeError, ValueError, ArithmeticError) as exc:
+                unresolved.append(_unresolved(cfg, path, node, exc))
                 return node
             if isinstance(value, DictConfig | ListConfig):
                 return OmegaConf.to_container(value, resolve=True)
@@ -226,6 +331,31 @@ def load_recipe(path: str | os.PathLike[str], overrides: Sequence[str] = ()) -> 
         overrides=tuple(overrides),
         sources=tuple(sources),
         unresolved=tuple(unresolved),
+    )
+
+
+# The sections that name the algorithm of NeMo RL's other configs: the base configs of
+# ALGO_MAPPING_TO_BASE_YAML (tests/unit/test_recipes_and_test_suites.py @ 7ea279a) are
+# sft.yaml (sft:), dpo.yaml (dpo:), rm.yaml (rm:), distillation_math.yaml (distillation:)
+# and ppo_math_1B_megatron.yaml (ppo:); every GRPO-family base (grpo, dapo, gdpo, mopd,
+# prorlv2, vlm_grpo) has a grpo: section.
+OTHER_ALGORITHMS = ("distillation", "dpo", "ppo", "rm", "sft")
+
+
+def require_grpo(recipe: Recipe) -> None:
+    """Refuse a config that is not a GRPO config (no ``grpo:`` section after its defaults).
+
+    Raises:
+        RecipeError: naming the other algorithm's section when there is one.
+    """
+    if isinstance(recipe.config.get("grpo"), dict):
+        return
+    others = [f"`{k}:`" for k in OTHER_ALGORITHMS if k in recipe.config]
+    what = f"has {', '.join(others)}" if others else "no `grpo:` section"
+    raise RecipeError(
+        f"{recipe.path}: not a GRPO config ({what})",
+        hint="rlgate recipe check validates GRPO-family configs (grpo, dapo, gdpo, mopd), "
+        "the ones NeMo RL runs with run_grpo*.py",
     )
 
 

@@ -12,6 +12,7 @@ recipe so that checks and tests look at what would really be served.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,11 +35,14 @@ from rlgate.templates import (
     profile_template,
     resolve_tokenizer_source,
     served_template,
+    tokenizer_folder,
     tokenizer_model_id,
 )
 
 __all__ = [
+    "NoChatTemplate",
     "ServingSetup",
+    "TokenizerUnavailable",
     "check_budget",
     "check_contiguity",
     "check_data",
@@ -56,6 +60,9 @@ def serving_chat_parameters() -> frozenset[str]:
 
 def _template_variables(template: ChatTemplate) -> frozenset[str]:
     return template_variables(template.text)
+
+
+_PROFILES: dict[tuple[str, str, str], TemplateProfile] = {}
 
 
 @dataclass
@@ -95,9 +102,22 @@ class ServingSetup:
         return {k: v for k, v in self.effective_kwargs.items() if k not in used}
 
     def profile(self) -> TemplateProfile:
-        """The measured behaviour of the served template under the served kwargs (cached)."""
+        """The measured behaviour of the served template under the served kwargs.
+
+        Cached per process by (tokenizer, template hash, kwargs): checking many configs of
+        one model renders each template once.
+        """
         if self._profile is None:
-            self._profile = profile_template(self.tokenizer, self.template, self.template_kwargs)
+            key = (
+                self.tokenizer_source,
+                self.template.sha256,
+                json.dumps(self.template_kwargs, sort_keys=True, default=repr),
+            )
+            if key not in _PROFILES:
+                _PROFILES[key] = profile_template(
+                    self.tokenizer, self.template, self.template_kwargs
+                )
+            self._profile = _PROFILES[key]
         return self._profile
 
     def parsers(self) -> ServedParsers:
@@ -133,6 +153,49 @@ class ServingSetup:
         return [n for n in SCENARIOS if n != "empty_reasoning" or thinking is ThinkingMode.OPEN]
 
 
+class TokenizerUnavailable(RecipeError):
+    """The config's tokenizer cannot be loaded here (offline, gated, a placeholder path).
+
+    ``reason`` is one line: the tokenizer id, why, and what to do.
+    """
+
+    def __init__(self, model_id: str, source: str, cause: str) -> None:
+        if not model_id:
+            todo = (
+                "the config leaves policy.model_name unset (a launcher fills it); override "
+                "policy.model_name=<hub id> to check it"
+            )
+        elif model_id.startswith(("/", "./", "../", "~")):
+            todo = (
+                "the config names a local path that does not exist here; override "
+                "policy.tokenizer.name=<hub id> (or policy.model_name) to check it"
+            )
+        else:
+            todo = (
+                f"put its files under --tokenizers DIR as {tokenizer_folder(model_id)}/ "
+                "(or RLGATE_TOKENIZERS), or run with Hugging Face hub access (HF_TOKEN for a "
+                "gated model)"
+            )
+        self.model_id = model_id
+        named = f"tokenizer {model_id!r} not available ({cause})" if model_id else cause
+        self.reason = f"{named}: {todo}"
+        super().__init__(f"cannot load tokenizer {source!r}: {cause}", hint=todo)
+
+
+class NoChatTemplate(RecipeError):
+    """Neither the config nor the tokenizer provides a chat template."""
+
+
+def _load_tokenizer(model_id: str, source: str) -> Any:
+    if model_id.startswith(("/", "./", "../", "~")) and not Path(source).exists():
+        raise TokenizerUnavailable(model_id, source, "no such directory here")
+    try:
+        return load_tokenizer(source)
+    except RecipeError as exc:
+        cause = str(exc.message).split(": ", 1)[-1]
+        raise TokenizerUnavailable(model_id, source, cause) from exc
+
+
 def _dict(value: Any, key: str) -> dict[str, Any]:
     if value is None:
         return {}
@@ -141,12 +204,26 @@ def _dict(value: Any, key: str) -> dict[str, Any]:
     return dict(value)
 
 
+def _served_template(config: dict[str, Any], tokenizer: Any) -> ChatTemplate:
+    try:
+        return served_template(config, tokenizer)
+    except RecipeError as exc:
+        raise NoChatTemplate(exc.message, hint=exc.hint) from exc
+    except (OSError, UnicodeDecodeError) as exc:  # chat_template names a file
+        path = get_path(config, f"{SERVING_KWARGS}.chat_template")
+        raise RecipeError(f"{SERVING_KWARGS}.chat_template: cannot read {path!r}: {exc}") from exc
+
+
 def serving_setup(recipe: Recipe, tokenizer_root: str | Path | None) -> ServingSetup:
     """Resolve the serving setup of ``recipe`` (loads the tokenizer; no GPU, no server)."""
     config = recipe.config
     kwargs = _dict(get_path(config, SERVING_KWARGS), SERVING_KWARGS)
-    source = resolve_tokenizer_source(tokenizer_model_id(config), tokenizer_root)
-    tokenizer = load_tokenizer(source)
+    try:
+        model_id = tokenizer_model_id(config)
+    except RecipeError as exc:
+        raise TokenizerUnavailable("", "", exc.message) from exc
+    source = resolve_tokenizer_source(model_id, tokenizer_root)
+    tokenizer = _load_tokenizer(model_id, source)
     server_kwargs = kwargs.get("default_chat_template_kwargs")
     if server_kwargs is None:
         server_kwargs = kwargs.get("chat_template_kwargs")
@@ -164,7 +241,7 @@ def serving_setup(recipe: Recipe, tokenizer_root: str | Path | None) -> ServingS
         recipe=recipe,
         tokenizer_source=source,
         tokenizer=tokenizer,
-        template=served_template(config, tokenizer),
+        template=_served_template(config, tokenizer),
         tool_parser=kwargs.get("tool_parser") or None,
         reasoning_parser=kwargs.get("reasoning_parser") or None,
         enable_auto_tools=bool(kwargs.get("enable_auto_tools", True)),
@@ -194,30 +271,14 @@ def _agent_turns(setup: ServingSetup) -> int | None:
 
 
 def check_budget(setup: ServingSetup) -> list[Finding]:
-    """Sequence budget: max_total_sequence_length vs vLLM context vs turns x per-turn tokens."""
+    """Turn budget: max_total_sequence_length / agent turns vs the template's per-turn cost.
+
+    (The config-only length checks are ``rlgate.compat.check_lengths``.)
+    """
     cfg, out = setup.recipe.config, []
     total = get_path(cfg, "policy.max_total_sequence_length")
-    model_len = get_path(cfg, "policy.generation.vllm_cfg.max_model_len")
-    new_tokens = get_path(cfg, "policy.generation.max_new_tokens")
-    if isinstance(total, int) and isinstance(model_len, int) and total > model_len:
-        out.append(
-            Finding(
-                "budget-model-len",
-                WARNING,
-                "policy.generation.vllm_cfg.max_model_len",
-                f"max_total_sequence_length {total} > vLLM max_model_len {model_len}: the "
-                "engine truncates at its own limit (NeMo RL only warns)",
-            )
-        )
-    if isinstance(total, int) and isinstance(new_tokens, int) and new_tokens > total:
-        out.append(
-            Finding(
-                "budget-new-tokens",
-                WARNING,
-                "policy.generation.max_new_tokens",
-                f"max_new_tokens {new_tokens} > max_total_sequence_length {total}",
-            )
-        )
+    if isinstance(total, bool):
+        return out
     turns = _agent_turns(setup)
     if isinstance(total, int) and turns:
         # Measured: tokens one minimal tool turn (call + response) adds with this template.
@@ -384,7 +445,9 @@ def check_parsers(setup: ServingSetup) -> list[Finding]:
                 ERROR,
                 f"env.nemo_gym.{setup.gym_model.instance}",
                 "Gym's policy model sets uses_reasoning_parser: false while vLLM runs a reasoning "
-                "parser: Gym raises an AssertionError on every response with reasoning",
+                "parser: nemo-gym's VLLMModel.chat_completions "
+                "(responses_api_models/vllm_model/app.py) asserts on every response with "
+                "reasoning",
             )
         )
     return out
@@ -407,7 +470,8 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
                 sev,
                 f"{SERVING_KWARGS}.default_chat_template_kwargs",
                 f"chat_template_kwargs {name}={value!r}: the served template never reads {name!r}, "
-                "so vLLM drops it" + (" and thinking stays on" if sev is ERROR else ""),
+                "so vLLM drops it (vllm/renderers/hf.py::resolve_chat_template_kwargs)"
+                + (" and thinking stays on" if sev is ERROR else ""),
             )
         )
     if setup.effective_kwargs.get("truncate_history_thinking") is True:
@@ -432,7 +496,8 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
                     ERROR,
                     where,
                     "uses_interleaved_reasoning: false drops every earlier turn's reasoning "
-                    "before it reaches vLLM",
+                    "before it reaches vLLM (nemo-gym's "
+                    "VLLMModel._preprocess_chat_completion_create_params)",
                 )
             )
         if gcfg.get("reasoning_field") == "reasoning_content":
@@ -441,8 +506,9 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
                     "gym-reasoning-field",
                     ERROR,
                     where,
-                    "reasoning_field: reasoning_content - vLLM >= 0.16 reads only `reasoning` "
-                    "from history messages, so history reasoning is dropped",
+                    "reasoning_field: reasoning_content - vLLM reads only `reasoning` from "
+                    "history messages (vllm/entrypoints/chat_utils.py::"
+                    "_parse_chat_message_content), so history reasoning is dropped",
                 )
             )
     if (
@@ -458,8 +524,10 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
                 f"{SERVING_KWARGS}.chat_template",
                 f"the served template ({setup.template.source}) drops earlier turns' <think> "
                 "blocks once a new user message arrives (harness nudges, multi-turn agents); "
-                "the next prompt no longer extends the generated tokens ('Non-contiguous "
-                "messages'). Serve a thinking-preserving template",
+                "the next prompt no longer extends the generated tokens: NeMo RL asserts "
+                "'Non-contiguous messages found' (nemo_rl/environments/nemo_gym.py::"
+                "NemoGym._postprocess_nemo_gym_to_nemo_rl_result). Serve a thinking-preserving "
+                "template",
             )
         )
     return out
@@ -493,9 +561,11 @@ def check_contiguity(setup: ServingSetup) -> list[Finding]:
             )
         if result.divergence is not None:
             splice = (
-                "NeMo RL's EOS-count splice can restore the prefix when the agent echoes token ids"
+                "NeMo RL's EOS-count splice (nemo_rl/models/generation/openai_server_utils.py::"
+                "replace_prefix_tokens) can restore the prefix when the agent echoes token ids"
                 if result.splice_restores
-                else "NeMo RL's EOS-count splice cannot find its boundary"
+                else "NeMo RL's EOS-count splice (openai_server_utils.py::replace_prefix_tokens) "
+                "cannot find its boundary"
             )
             out.append(
                 Finding(

@@ -37,7 +37,13 @@ MUTATIONS = {
     "dynamic_sampling_in_async": (["grpo.use_dynamic_sampling=true"], "async-unsupported"),
     "max_val_samples_on_gym": (["grpo.max_val_samples=16"], "gym-max-val-samples"),
     "top_k_on_gym": (["policy.generation.top_k=20"], "gym-top-k"),
-    "batch_size_mismatch": (["policy.train_global_batch_size=48"], "batch-size"),
+    # force_on_policy_ratio (set by the base) requires equality (grpo.py::setup)
+    "batch_size_mismatch": (["policy.train_global_batch_size=48"], "batch-size-on-policy"),
+    # without it the step's 64 samples must split into global batches
+    "batch_size_not_a_multiple": (
+        ["loss_fn.force_on_policy_ratio=false", "policy.train_global_batch_size=48"],
+        "batch-size-multiple",
+    ),
     "no_training_nodes": (
         ["policy.generation.colocated.resources.num_nodes=4"],
         "topology-generation-nodes",
@@ -48,7 +54,7 @@ MUTATIONS = {
         "serving-kwarg-level",
     ),
     "hermes_on_qwen35": ([f"{SERVE}.tool_parser=hermes"], "tool-parser-mismatch"),
-    "unknown_parser_name": ([f"{SERVE}.tool_parser=qwen3_codr"], None),
+    "unknown_parser_name": ([f"{SERVE}.tool_parser=qwen3_codr"], "unknown-parser"),
     "no_reasoning_parser": ([f"{SERVE}.reasoning_parser=null"], "reasoning-not-parsed"),
     "stock_qwen35_template": ([f"~{SERVE}.chat_template"], "history-thinking-dropped"),
     "truncate_history_thinking": (
@@ -71,18 +77,30 @@ MUTATIONS = {
 @pytest.mark.parametrize("name", list(MUTATIONS), ids=list(MUTATIONS))
 def test_mutation_is_rejected_with_the_named_code(name, tokenizers_root, gate_record):
     overrides, code = MUTATIONS[name]
-    if code is None:  # a parser name vLLM does not know: a usage error with a did-you-mean
-        from rlgate._errors import RecipeError
-
-        with pytest.raises(RecipeError, match="qwen3_coder"):
-            check_recipe_file(TARGET, overrides, tokenizers_root)
-        return
     report = check_recipe_file(TARGET, overrides, tokenizers_root)
     codes = {f.code for f in report.errors}
     gate_record(mutation=name, errors=",".join(sorted(codes)))
     assert code in codes, "\n".join(
         str(f) for f in report.findings if f.severity is not Severity.INFO
     )
+
+
+def test_unknown_parser_is_an_error_with_did_you_mean_and_parser_checks_not_run(tokenizers_root):
+    report = check_recipe_file(TARGET, [f"{SERVE}.tool_parser=qwen3_codr"], tokenizers_root)
+    (bad,) = [f for f in report.errors if f.code == "unknown-parser"]
+    assert "did you mean qwen3_coder" in bad.message and "ParserManager" in bad.message
+    skipped = {c.name for c in report.skipped}
+    assert skipped == {"parsers", "tool-call-in-reasoning", "turn-budget", "contiguity"}
+    assert report.exit_code == 1  # the error wins over the skipped checks
+
+
+def test_off_policy_smaller_global_batch_is_not_an_error(tokenizers_root):
+    """NeMo RL runs 2 optimizer steps per GRPO step here (grpo_math_8B.yaml does 4)."""
+    off = ["loss_fn.force_on_policy_ratio=false", "policy.train_global_batch_size=32"]
+    report = check_recipe_file(TARGET, off, tokenizers_root)
+    assert report.ok, "\n".join(str(f) for f in report.errors)
+    (info,) = [f for f in report.findings if f.code == "batch-size"]
+    assert "2 optimizer steps per GRPO step" in info.message
 
 
 def test_thinking_cannot_be_disabled_on_thinking_2507(tokenizers_root):
@@ -121,9 +139,52 @@ def test_cli_exit_codes_and_json(tmp_path, tokenizers_root, capsys):
     code, out, err = run(str(TARGET), "--json", str(tmp_path / "ok.json"), "-q")
     assert code == 0, out + err
     doc = json.loads((tmp_path / "ok.json").read_text())
-    assert doc["compatible"] is True and doc["schema_version"] == 1
-    assert doc["profile"]["tool_format"] == "xml" and doc["profile"]["thinking"] == "open"
+    assert doc["schema_version"] == 2 and doc["exit_code"] == 0
+    (report,) = doc["reports"]
+    assert report["compatible"] is True and report["status"] == "compatible"
+    assert report["profile"]["tool_format"] == "xml" and report["profile"]["thinking"] == "open"
+    assert {c["status"] for c in report["checks"]} == {"ran"}
     code, out, _ = run(str(TARGET), f"{SERVE}.tool_parser=hermes")
     assert code == 1 and "tool-parser-mismatch" in out
     code, _, err = run(str(tmp_path / "nope.yaml"))
     assert code == 2 and "not found" in err
+
+
+def test_offline_missing_tokenizer_runs_config_checks_and_exits_3(
+    tmp_path, tokenizers_root, capsys, monkeypatch
+):
+    """No hub, tokenizer absent: config checks run, served checks reported as not run."""
+    from rlgate.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    empty = tmp_path / "no-tokenizers"
+    empty.mkdir()
+    absent = [
+        "policy.model_name=rlgate-test/absent-model",
+        "policy.tokenizer.name=rlgate-test/absent-model",
+    ]
+    out_json = tmp_path / "offline.json"
+    argv = ["recipe", "check", str(TARGET), *absent, "--tokenizers", str(empty)]
+    code = main([*argv, "--json", str(out_json)])
+    out, err = capsys.readouterr()
+    assert code == 3, out + err
+    not_run = [line for line in out.splitlines() if line.startswith("NOT RUN")]
+    assert len(not_run) == 1 and "'rlgate-test/absent-model'" in not_run[0]
+    assert "--tokenizers DIR as absent-model/" in not_run[0]
+    assert "INCOMPLETE (0 errors" in out
+    (report,) = json.loads(out_json.read_text())["reports"]
+    status = {c["check"]: c for c in report["checks"]}
+    assert status["async"]["status"] == "ran" and status["keys"]["status"] == "ran"
+    for name in (
+        "data",
+        "thinking",
+        "parsers",
+        "tool-call-in-reasoning",
+        "turn-budget",
+        "contiguity",
+    ):
+        assert status[name]["status"] == "skipped" and "absent-model" in status[name]["reason"]
+    # an error found by a config check still wins: exit 1, checks still reported skipped
+    code = main([*argv, "policy.generation.colocated.enabled=true"])
+    out, _ = capsys.readouterr()
+    assert code == 1 and "async-colocated" in out and "NOT RUN" in out

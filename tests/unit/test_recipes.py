@@ -9,12 +9,14 @@ import pytest
 
 from rlgate._errors import RecipeError
 from rlgate.recipes import (
+    MAX_DEPTH,
     flatten,
     functional_gate,
     get_path,
     load_recipe,
     recipe_files,
     recipe_tiers,
+    require_grpo,
 )
 
 
@@ -84,6 +86,105 @@ class TestOverridesAndInterpolation:
         assert {u.key for u in r.unresolved} == {"p", "q"}
         monkeypatch.setenv("RLGATE_TEST_UNSET", "/data")
         assert load_recipe(tmp_path / "c.yaml").config["q"] == "/data/x"
+
+
+class TestHostileFiles:
+    """Every file of the defaults chain is refused with one RecipeError, never a traceback."""
+
+    def test_binary_parent_is_refused_naming_the_parent(self, tmp_path):
+        (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00\x81grpo: {}")
+        child = _write(tmp_path / "c.yaml", "defaults: bin.yaml\n")
+        with pytest.raises(RecipeError, match=r"bin\.yaml: config file is not UTF-8"):
+            load_recipe(child)
+
+    @pytest.mark.parametrize(
+        "value",
+        ["5", "[5]", "null", "{a: b}", "[[a.yaml]]"],
+        ids=["int", "int_list", "null", "map", "nested"],
+    )
+    def test_defaults_must_be_paths(self, tmp_path, value):
+        child = _write(tmp_path / "c.yaml", f"defaults: {value}\na: 1\n")
+        with pytest.raises(RecipeError, match="`defaults:` must be a file path or a list"):
+            load_recipe(child)
+
+    def test_defaults_pointing_at_a_directory(self, tmp_path):
+        (tmp_path / "adir").mkdir()
+        child = _write(tmp_path / "c.yaml", "defaults: adir\n")
+        with pytest.raises(RecipeError, match="defaults entry 'adir' is a directory"):
+            load_recipe(child)
+
+    def test_self_cycle_is_an_error(self, tmp_path):
+        child = _write(tmp_path / "c.yaml", "defaults: c.yaml\n")
+        with pytest.raises(RecipeError, match="circular defaults chain"):
+            load_recipe(child)
+
+    def test_alias_bomb_in_a_parent_is_refused_before_omegaconf_expands_it(self, tmp_path):
+        lines, prev = ['a: &a ["x","x","x","x","x","x","x","x","x"]'], "a"
+        for name in "bcdefghi":
+            lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+            prev = name
+        (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\n")
+        child = _write(tmp_path / "c.yaml", "defaults: bomb.yaml\n")
+        with pytest.raises(RecipeError, match="alias bomb"):
+            load_recipe(child)
+
+    def test_deep_nesting_is_refused_not_a_recursion_error(self, tmp_path):
+        deep = "x: " + "{a: " * 300 + "1" + "}" * 300 + "\n"
+        with pytest.raises(RecipeError, match=f"nested more than {MAX_DEPTH} levels"):
+            load_recipe(_write(tmp_path / "deep.yaml", deep))
+
+    def test_duplicate_keys_are_refused_as_omegaconf_does(self, tmp_path):
+        with pytest.raises(RecipeError, match="duplicate key"):
+            load_recipe(_write(tmp_path / "dup.yaml", "a: 1\na: 2\n"))
+
+
+class TestInterpolationKinds:
+    def test_each_unresolved_interpolation_says_if_it_can_ever_resolve(self, tmp_path, monkeypatch):
+        monkeypatch.delenv("RLGATE_TEST_UNSET", raising=False)
+        cfg = _write(
+            tmp_path / "c.yaml",
+            """\
+            n: 4
+            missing: ${nope}
+            chained: ${missing}
+            env: ${oc.env:RLGATE_TEST_UNSET}
+            both: x${oc.env:RLGATE_TEST_UNSET}${nope2}
+            resolver: ${nosuch:1}
+            arithmetic: ${div:${oc.env:RLGATE_TEST_UNSET},2}
+            listed: ["${nope3}"]
+            """,
+        )
+        kinds = {u.key: u.kind for u in load_recipe(cfg).unresolved}
+        assert kinds == {
+            "missing": "missing-key",
+            "chained": "missing-key",
+            "env": "env",
+            "both": "missing-key",  # the env variable would not save it
+            "resolver": "resolver",
+            "arithmetic": "env",  # depends on the variable's value
+            "listed[0]": "missing-key",
+        }
+        # the placeholder env resolver is gone again: oc.env reads the environment
+        monkeypatch.setenv("RLGATE_TEST_UNSET", "/data")
+        assert load_recipe(cfg).config["env"] == "/data"
+
+
+class TestGrpoDetection:
+    def test_other_algorithm_is_named(self, tmp_path):
+        r = load_recipe(
+            _write(tmp_path / "d.yaml", "distillation: {max_num_steps: 1}\npolicy: {}\n")
+        )
+        with pytest.raises(RecipeError, match=r"not a GRPO config \(has `distillation:`\)"):
+            require_grpo(r)
+
+    def test_config_without_grpo_section(self, tmp_path):
+        r = load_recipe(_write(tmp_path / "p.yaml", "env: {nemo_gym: {}}\n"))
+        with pytest.raises(RecipeError, match=r"not a GRPO config \(no `grpo:` section\)"):
+            require_grpo(r)
+
+    def test_grpo_inherited_through_defaults_is_grpo(self, tmp_path):
+        _write(tmp_path / "base.yaml", "grpo: {num_prompts_per_step: 4}\n")
+        require_grpo(load_recipe(_write(tmp_path / "c.yaml", "defaults: base.yaml\n")))
 
 
 class TestGateBlock:

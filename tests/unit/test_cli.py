@@ -145,7 +145,8 @@ class TestRecipeCheckOffline:
         )
         assert code == 3, out
         (line,) = [x for x in out.splitlines() if x.startswith("NOT RUN")]
-        assert line.startswith("NOT RUN data, thinking, parsers, tool-call-in-reasoning, turn-budget, contiguity: ")
+        served = "data, thinking, parsers, tool-call-in-reasoning, turn-budget, contiguity"
+        assert line.startswith(f"NOT RUN {served}: ")
         assert "tokenizer 'rlgate-test/absent-model' not available" in line
         assert "put its files under --tokenizers DIR as absent-model/" in line
         assert "gym: INCOMPLETE (0 errors, 0 warnings, 6 checks not run)" in out

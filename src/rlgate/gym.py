@@ -178,9 +178,21 @@ def _allowed_keys(model: type) -> set[str]:
 
 
 def check_server_keys(server: GymServer) -> list[GymKeyFinding]:
-    """Keys the NeMo RL config sets on ``server`` that Gym's config model does not declare."""
+    """Keys the NeMo RL config sets on ``server`` that Gym's config model does not declare.
+
+    The server's module is imported only when the config names an installed nemo-gym server
+    (``<server_type>/<implementation>/app.py`` under nemo-gym's packages, the implementation a
+    plain identifier): a config cannot make rlgate import anything else.
+    """
+    impl = server.implementation
+    app = gym_package_root() / server.server_type / impl / "app.py"
+    if not impl.isidentifier() or not app.is_file():
+        raise RecipeError(
+            f"env.nemo_gym.{server.instance}.{server.server_type}: {impl!r} is not a nemo-gym "
+            f"{server.server_type} server (no {server.server_type}/{impl}/app.py in nemo-gym)"
+        )
     try:
-        model = _config_model(server.server_type, server.implementation)
+        model = _config_model(server.server_type, impl)
     except ImportError as exc:
         raise RecipeError(
             f"cannot import Gym server {server.server_type}.{server.implementation}: {exc}"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from rlgate._errors import RecipeError
-from rlgate.gym import check_server_keys, gym_servers, vllm_model_config
+from rlgate.gym import GymServer, check_server_keys, gym_servers, vllm_model_config
 
 PATHS = [
     "responses_api_models/vllm_model/configs/vllm_model_for_training.yaml",
@@ -55,3 +57,10 @@ class TestServerKeys:
 
     def test_valid_override_is_clean(self):
         assert not check_server_keys(self._swe(concurrency=64))
+
+    @pytest.mark.parametrize("impl", ["os", "swe_agents.app.x", "..", "nope_server", "a-b"])
+    def test_only_installed_gym_servers_are_ever_imported(self, impl):
+        server = GymServer("inst", "responses_api_agents", impl, {}, frozenset({"x"}))
+        with pytest.raises(RecipeError, match=f"{impl!r} is not a nemo-gym responses_api_agents"):
+            check_server_keys(server)
+        assert "responses_api_agents.os.app" not in sys.modules

@@ -106,6 +106,11 @@ def _map_file(scratch: Path) -> Path:
     return path
 
 
+def _report_with_junit(scratch: Path) -> list[str]:
+    junit = str(functional_passing())
+    return ["report", "--junit", junit, "--out", str(scratch / "out"), "--no-plots"]
+
+
 SLOTS = [
     Slot("budget.nightly", "yaml", _read(NIGHTLY), lambda f, d: ["budget", str(f)]),
     Slot(
@@ -166,13 +171,13 @@ SLOTS = [
         "report.run",
         "json",
         _check_run_json,
-        lambda f, d: ["report", "--run", str(f), "--out", str(d / "out"), "--no-plots"],
+        lambda f, d: [*_report_with_junit(d), "--run", str(f)],
     ),
     Slot(
         "report.swe",
         "json",
         lambda: swe("improved")[0].read_bytes(),
-        lambda f, d: ["report", "--swe", str(f), "--out", str(d / "out"), "--no-plots"],
+        lambda f, d: [*_report_with_junit(d), "--swe", str(f)],
     ),
 ]
 SLOT_IDS = [s.name for s in SLOTS]

@@ -9,6 +9,7 @@ overwritten by an output.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable
@@ -79,11 +80,25 @@ def write_json_atomic(
     *,
     inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> Path:
-    """Write ``payload`` (plus ``schema_version``) as indented JSON, atomically."""
+    """Write ``payload`` (plus ``schema_version``) as indented, strict JSON, atomically.
+
+    Non-finite floats become the strings ``"nan"``, ``"inf"``, ``"-inf"``: a NaN loss is
+    shown, not dropped, and the file stays valid for strict JSON parsers (no bare ``NaN``).
+    """
     doc = {"schema_version": SCHEMA_VERSION, **payload}
-    return write_text_atomic(
-        path, json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n", inputs=inputs
-    )
+    text = json.dumps(_finite(doc), indent=2, sort_keys=False, default=str, allow_nan=False)
+    return write_text_atomic(path, text + "\n", inputs=inputs)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by its string form."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 # A NeMo RL config expands to a few thousand nodes; a YAML alias bomb ("billion laughs")

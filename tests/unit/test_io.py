@@ -100,3 +100,12 @@ class TestWriteTarget:
         write_text_atomic(link, "new")
         assert outside.read_text() == "keep"
         assert not link.is_symlink() and link.read_text() == "new"
+
+
+class TestStrictJson:
+    def test_write_json_atomic_writes_non_finite_numbers_as_strings(self, tmp_path):
+        out = write_json_atomic(tmp_path / "r.json", {"a": float("nan"), "b": [float("-inf"), 1.5]})
+        text = out.read_text()
+        assert "NaN" not in text and "Infinity" not in text
+        doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
+        assert doc["a"] == "nan" and doc["b"] == ["-inf", 1.5]

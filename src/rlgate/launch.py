@@ -513,8 +513,15 @@ def launch(plan: LaunchPlan) -> RunManifest:
     """
     backend = backend_for(plan.backend, plan.site)
     backend.render(plan)  # validates the plan against the backend before anything is written
-    _fresh_run_dir(plan.run_dir).mkdir(parents=True, exist_ok=True)
-    (plan.run_dir / "launch").mkdir()
+    run = _fresh_run_dir(plan.run_dir)
+    if run != plan.run_dir:  # a symlink appeared since planning: never write through it
+        raise LaunchError(
+            f"run directory {plan.run_dir} now leads to {run} (a symlink was put there after "
+            "the launch was planned); nothing was written",
+            hint="pass a new --run-dir",
+        )
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "launch").mkdir()
     manifest = initial_manifest(plan)
     _write_manifest(manifest)
     try:

@@ -431,6 +431,17 @@ class TestLocalBackend:
         assert "without recording an exit status" in state.message
         assert load_manifest(plan.run_dir).status is RunStatus.SUBMITTED  # watch updates it
 
+    def test_symlink_put_at_the_run_dir_after_planning_is_not_written_through(
+        self, tmp_path: Path
+    ) -> None:
+        plan = plan_local(tmp_path)
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (tmp_path / "run").symlink_to(elsewhere)
+        with pytest.raises(LaunchError, match="a symlink was put there"):
+            launch(plan)
+        assert list(elsewhere.iterdir()) == []
+
     def test_failed_submission_is_recorded_in_the_manifest(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

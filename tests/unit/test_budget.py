@@ -195,9 +195,6 @@ class TestHostileNightlyLists:
             pytest.param(b"", "got NoneType", id="empty"),
             pytest.param(b"[1, 2]", "got list", id="list"),
             pytest.param(b"a: &a [*a]", "not valid YAML", id="recursive_alias"),
-            pytest.param(b"cap_gpu_hours: .nan\nruns: [x]", "cap_gpu_hours", id="cap_nan"),
-            pytest.param(b"cap_gpu_hours: .inf\nruns: [x]", "cap_gpu_hours", id="cap_inf"),
-            pytest.param(b"cap_gpu_hours: -1\nruns: [x]", "cap_gpu_hours", id="cap_negative"),
             pytest.param(b"cap_gpu_hours: 1\nruns: {a: 1}", "runs", id="runs_mapping"),
         ],
     )
@@ -209,6 +206,22 @@ class TestHostileNightlyLists:
         assert main(["budget", str(bad)]) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err and "internal error" not in err
+
+    @pytest.mark.parametrize(
+        ("cap", "message"),
+        [
+            pytest.param(float("nan"), "cap_gpu_hours: Input should be a finite number", id="nan"),
+            pytest.param(float("inf"), "cap_gpu_hours: Input should be a finite number", id="inf"),
+            pytest.param(-1, "cap_gpu_hours: Input should be greater than 0", id="negative"),
+            pytest.param(0, "cap_gpu_hours: Input should be greater than 0", id="zero"),
+        ],
+    )
+    def test_cap_in_the_file_must_be_finite_and_positive(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], cap: float, message: str
+    ) -> None:
+        listed = write_list(tmp_path / "n.yaml", [entry()], cap=cap)
+        assert main(["budget", str(listed)]) == 2
+        assert message in capsys.readouterr().err
 
     @pytest.mark.parametrize(
         ("changes", "message"),

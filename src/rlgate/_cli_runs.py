@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from rlgate._errors import ExitCode, LaunchError, RlgateError
 from rlgate._validate import poll_seconds, positive_float, positive_int
 
+# The name the check-run options (another module's part of this file) use; one definition.
+_positive_int = positive_int
+
 __all__ = ["add_bench", "add_budget", "add_check_run", "add_launch", "add_watch"]
 
 # --- rlgate check-run ----------------------------------------------------------

@@ -11,7 +11,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rlgate._errors import ExitCode, RlgateError
+from rlgate._errors import ExitCode, LaunchError, RlgateError
+from rlgate._validate import poll_seconds, positive_float, positive_int
+
+# The name the check-run options (another module's part of this file) use; one definition.
+_positive_int = positive_int
 
 __all__ = ["add_bench", "add_budget", "add_check_run", "add_launch", "add_watch"]
 
@@ -120,9 +124,11 @@ def add_launch(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", required=True, choices=["slurm", "ray", "local"])
     p.add_argument("--nemo-rl-dir", default=os.environ.get("RLGATE_NEMO_RL_DIR"))
     p.add_argument("--site", default=os.environ.get("RLGATE_SITE"), help="site config YAML")
-    p.add_argument("--steps", type=int, help="grpo.max_num_steps (default: the recipe's)")
-    p.add_argument("--steps-per-run", type=int, help="steps one job reaches (Slurm chains)")
-    p.add_argument("--minutes", type=int, help="time limit of one job (Slurm)")
+    p.add_argument("--steps", type=positive_int, help="grpo.max_num_steps (default: the recipe's)")
+    p.add_argument(
+        "--steps-per-run", type=positive_int, help="steps one job reaches (Slurm chains)"
+    )
+    p.add_argument("--minutes", type=positive_int, help="time limit of one job (Slurm)")
     p.add_argument("--run-dir", help="new run directory (default: <runs_root>/<recipe>-<time>)")
     p.add_argument("--ray-address", help="Ray job API, http://<head>:8265 (overrides the site)")
     p.add_argument(
@@ -134,19 +140,16 @@ def add_launch(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-check", action="store_true", help="skip the `recipe check` gate")
     p.add_argument("--tokenizers", default=os.environ.get("RLGATE_TOKENIZERS"))
     p.add_argument("--watch", action="store_true", help="then follow the run (rlgate watch)")
-    p.add_argument("--interval", type=float, default=60.0, help="watch poll interval (s)")
+    p.add_argument("--interval", type=poll_seconds, default=60.0, help="watch poll interval (s)")
     p.set_defaults(func=_cmd_launch)
 
 
 def _cmd_launch(args: argparse.Namespace) -> int:
-    import shlex
-
-    from rlgate.launch import RaySite, backend_for, launch, load_site_config, plan_launch
+    from rlgate.launch import backend_for, launch, load_site_config, plan_launch
+    from rlgate.launch_site import with_ray_address
     from rlgate.manifest import Backend
 
-    site = load_site_config(args.site)
-    if args.ray_address:
-        site = site.model_copy(update={"ray": RaySite(address=args.ray_address)})
+    site = with_ray_address(load_site_config(args.site), args.ray_address)
     plan = plan_launch(
         args.recipe,
         backend=Backend(args.backend),
@@ -157,7 +160,7 @@ def _cmd_launch(args: argparse.Namespace) -> int:
         minutes=args.minutes,
         run_dir=args.run_dir,
         nemo_rl_dir=args.nemo_rl_dir,
-        entrypoint=shlex.split(args.entrypoint) if args.entrypoint else None,
+        entrypoint=_entrypoint(args.entrypoint),
     )
     script = backend_for(plan.backend, site).render(plan)
     overrides = [*plan.launch_overrides, *plan.user_overrides]
@@ -175,6 +178,20 @@ def _cmd_launch(args: argparse.Namespace) -> int:
     if args.watch:
         return _watch_dirs([manifest.run_dir], interval=args.interval, timeout=None, follow=False)
     return ExitCode.OK
+
+
+def _entrypoint(text: str | None) -> list[str] | None:
+    import shlex
+
+    if not text:
+        return None
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:  # an unclosed quote
+        raise LaunchError(f"--entrypoint {text!r} is not a shell word list: {exc}") from None
+    if not words:
+        raise LaunchError("--entrypoint is empty")
+    return words
 
 
 def _launch_gate(recipe: str, overrides: Sequence[str], tokenizers: str | None) -> bool:
@@ -202,8 +219,10 @@ def add_watch(sub: argparse._SubParsersAction) -> None:
         "stopped short, 3 on an infrastructure failure or a timeout.",
     )
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="directory from rlgate launch")
-    p.add_argument("--interval", type=float, default=60.0, help="seconds between polls")
-    p.add_argument("--timeout", type=float, help="give up after this many minutes (exit 3)")
+    p.add_argument("--interval", type=poll_seconds, default=60.0, help="seconds between polls")
+    p.add_argument(
+        "--timeout", type=positive_float, help="give up after this many minutes (exit 3)"
+    )
     p.add_argument("--follow", action="store_true", help="print the driver log as it grows")
     p.set_defaults(func=_cmd_watch)
 
@@ -251,7 +270,9 @@ def add_budget(sub: argparse._SubParsersAction) -> None:
         description="Exit 0 within the cap, 1 over it, 2 on an invalid list.",
     )
     p.add_argument("nightly", help="nightly list YAML, e.g. ci/nightly.yaml")
-    p.add_argument("--cap", type=float, help="GPU-hour cap (default: the file's cap_gpu_hours)")
+    p.add_argument(
+        "--cap", type=positive_float, help="GPU-hour cap (default: the file's cap_gpu_hours)"
+    )
     p.add_argument(
         "--list",
         action="store_true",
@@ -283,16 +304,6 @@ _BENCH_DOC = (
 )
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def add_bench(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="CPU benchmarks of the rollout path (no GPU)")
     bsub = p.add_subparsers(dest="bench_command", required=True, metavar="BENCH")
@@ -301,15 +312,15 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="Hydra override"
     )
-    r.add_argument("--turns", type=_positive_int, help="model calls (default: agent_max_turns)")
+    r.add_argument("--turns", type=positive_int, help="model calls (default: agent_max_turns)")
     r.add_argument(
         "--parser-lengths",
-        type=_positive_int,
+        type=positive_int,
         nargs="+",
         metavar="TOKENS",
         help="model-output lengths for the parser bench (default: 1024 4096 16384)",
     )
-    r.add_argument("--repeats", type=_positive_int, default=3, help="timed passes (default 3)")
+    r.add_argument("--repeats", type=positive_int, default=3, help="timed passes (default 3)")
     r.add_argument(
         "--tokenizers",
         default=os.environ.get("RLGATE_TOKENIZERS"),

@@ -120,8 +120,12 @@ class _BudgetLoader(yaml.SafeLoader):
 
 
 def _expanded_size(root: yaml.Node, budget: int) -> int:
-    """Node count with every alias expanded, computed over distinct nodes (memoised)."""
+    """Node count with every alias expanded, computed over distinct nodes (memoised).
+
+    An alias to one of its own ancestors (``a: &a [*a]``) expands without end: over budget.
+    """
     sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()  # on the path from the root: seeing one again is a cycle
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
@@ -133,9 +137,13 @@ def _expanded_size(root: yaml.Node, budget: int) -> int:
         elif isinstance(node, yaml.MappingNode):
             children = [part for pair in node.value for part in pair]
         if not children_done:
+            if id(node) in open_nodes:
+                return budget + 1
+            open_nodes.add(id(node))
             stack.append((node, True))
             stack.extend((c, False) for c in children if id(c) not in sizes)
             continue
+        open_nodes.discard(id(node))
         sizes[id(node)] = min(budget + 1, 1 + sum(sizes.get(id(c), 0) for c in children))
     return sizes[id(root)]
 

@@ -30,14 +30,17 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from rlgate._errors import RecipeError
 from rlgate._io import read_yaml
+from rlgate._validate import LineText, PositiveFloat, PositiveInt, problems
 from rlgate.recipes import get_path, load_recipe
 
 __all__ = [
@@ -66,27 +69,41 @@ def gpu_hours(*, runs: int, nodes: int, gpus_per_node: int, minutes: int) -> flo
     return runs * nodes * gpus_per_node * minutes / 60
 
 
+# A run name becomes <runs root>/<name>, a path NeMo RL's override parser and ray.sub read
+# (rlgate.launch_site.PLAIN_PATH), so it is one plain path component.
+RUN_NAME = re.compile(r"[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*")
+
+
+def _run_name(name: str) -> str:
+    if not RUN_NAME.fullmatch(name):
+        raise ValueError(
+            f"{name!r} cannot name a run directory (letters, digits and . _ + @ -, "
+            "not starting with .)"
+        )
+    return name
+
+
 class NightlyRun(BaseModel):
     """One entry of the nightly list."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    recipe: str
-    steps: int = Field(ge=1)
-    steps_per_run: int | None = Field(default=None, ge=1)
-    minutes: int = Field(ge=1)
-    nodes: int = Field(ge=1)
-    gpus: int = Field(ge=1)
-    overrides: list[str] = Field(default_factory=list)
-    baseline: str | None = None
-    name: str | None = None
+    recipe: LineText
+    steps: PositiveInt
+    steps_per_run: PositiveInt | None = None
+    minutes: PositiveInt
+    nodes: PositiveInt
+    gpus: PositiveInt
+    overrides: list[LineText] = Field(default_factory=list)
+    baseline: LineText | None = None
+    name: Annotated[str, AfterValidator(_run_name)] | None = None
 
 
 class NightlyList(BaseModel):
     """The nightly list file."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    cap_gpu_hours: float = Field(gt=0)
-    root: str = "."
+    cap_gpu_hours: PositiveFloat
+    root: LineText = "."
     runs: list[NightlyRun] = Field(min_length=1)
 
 
@@ -131,15 +148,18 @@ def load_nightly(path: str | os.PathLike[str]) -> NightlyList:
     file = Path(path)
     raw = read_yaml(file, what="nightly list", error=RecipeError)
     if not isinstance(raw, dict):
-        raise RecipeError(f"{file}: a nightly list is a mapping with cap_gpu_hours and runs")
+        raise RecipeError(
+            f"{file}: a nightly list is a mapping with cap_gpu_hours and runs, "
+            f"got {type(raw).__name__}"
+        )
     try:
         return NightlyList.model_validate(raw)
     except ValidationError as exc:
         raise RecipeError(
-            f"{file}: invalid nightly list: {exc}",
+            f"{file}: invalid nightly list:\n{problems(exc)}",
             hint="keys: cap_gpu_hours, root, runs[{recipe, steps, steps_per_run, minutes, "
-            "nodes, gpus, overrides, baseline, name}]",
-        ) from exc
+            "nodes, gpus, overrides, baseline, name}]; counts are positive integers",
+        ) from None
 
 
 def _resolve_line(entry: NightlyRun, root: Path, where: str) -> BudgetLine:
@@ -156,11 +176,17 @@ def _resolve_line(entry: NightlyRun, root: Path, where: str) -> BudgetLine:
             hint="the budget must charge what the run allocates: fix the list or override "
             "the recipe in the entry's overrides",
         )
+    name = entry.name or recipe_path.stem
+    if not RUN_NAME.fullmatch(name):
+        raise RecipeError(
+            f"{where}: the recipe's file name {name!r} cannot name a run directory",
+            hint="give the entry a `name` of letters, digits and . _ + @ -",
+        )
     per_run = entry.steps_per_run or entry.steps
     runs = runs_needed(entry.steps, per_run)
     cost = gpu_hours(runs=runs, nodes=entry.nodes, gpus_per_node=entry.gpus, minutes=entry.minutes)
     return BudgetLine(
-        name=entry.name or recipe_path.stem,
+        name=name,
         recipe=recipe_path,
         steps=entry.steps,
         steps_per_run=per_run,
@@ -186,7 +212,7 @@ def evaluate_budget(path: str | os.PathLike[str], *, cap: float | None = None) -
     """
     file = Path(path)
     nightly = load_nightly(file)
-    if cap is not None and not cap > 0:
+    if cap is not None and not (math.isfinite(cap) and cap > 0):
         raise RecipeError(f"--cap must be a positive number of GPU-hours, got {cap}")
     root = (file.parent / nightly.root).resolve()
     lines = tuple(

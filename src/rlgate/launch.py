@@ -30,7 +30,6 @@ import hashlib
 import logging
 import os
 import re
-import shlex
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,8 +39,10 @@ from pathlib import Path
 from typing import Protocol
 
 from rlgate._errors import LaunchError
+from rlgate._shell import Words, code
+from rlgate._text import one_line
 from rlgate.budget import gpu_hours, runs_needed
-from rlgate.launch_site import RaySite, SiteConfig, SlurmSite, load_site_config
+from rlgate.launch_site import PLAIN_PATH, RaySite, SiteConfig, SlurmSite, load_site_config
 from rlgate.manifest import Backend, GitInfo, RecipeRef, RunManifest, RunStatus, now_utc
 from rlgate.manifest import write_manifest as _write_manifest
 from rlgate.recipes import Recipe, get_path, load_recipe
@@ -77,6 +78,8 @@ RESERVED_KEYS = {
     "checkpointing.checkpoint_dir": "--run-dir",
 }
 _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)\}")
+# A chain longer than this is a typo in --steps-per-run, not a run (each link is a Slurm job).
+MAX_CHAINED_JOBS = 100
 
 
 # --- the plan ----------------------------------------------------------------------------
@@ -183,9 +186,29 @@ def _int_key(recipe: Recipe, key: str) -> int:
     return value
 
 
+def check_plain_path(path: Path | str, what: str, *, hint: str) -> None:
+    """Refuse a path with characters outside :data:`rlgate.launch_site.PLAIN_PATH` (why: there)."""
+    bad = sorted({c for c in str(path) if not PLAIN_PATH.fullmatch(c)})
+    if bad:
+        raise LaunchError(
+            f"{what} {one_line(repr(str(path)))} holds {one_line(repr(''.join(bad)))}: NeMo RL's "
+            "override parser, Slurm, pyxis mounts or ray.sub's generated scripts would "
+            "interpret them",
+            hint=hint,
+        )
+
+
 def _fresh_run_dir(run_dir: Path) -> Path:
     run_dir = run_dir.expanduser().resolve()
-    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+    check_plain_path(
+        run_dir, "run directory", hint="use letters, digits and . _ + @ / - in --run-dir"
+    )
+    if run_dir.exists() and not run_dir.is_dir():
+        raise LaunchError(
+            f"run directory {run_dir} exists and is not a directory",
+            hint="rlgate never reuses a run directory; pass a new --run-dir",
+        )
+    if run_dir.exists() and any(run_dir.iterdir()):
         raise LaunchError(
             f"run directory {run_dir} already exists and is not empty",
             hint="rlgate never reuses a run directory; pass a new --run-dir",
@@ -195,7 +218,8 @@ def _fresh_run_dir(run_dir: Path) -> Path:
 
 def _default_run_dir(site: SiteConfig, name: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return Path(site.runs_root or "rlgate-runs") / f"{name}-{stamp}"
+    plain = re.sub(r"[^A-Za-z0-9._+@-]", "_", name).lstrip(".") or "run"
+    return Path(site.runs_root or "rlgate-runs") / f"{plain}-{stamp}"
 
 
 def _default_minutes(site: SiteConfig, backend: Backend) -> int | None:
@@ -237,9 +261,10 @@ def _launch_overrides(steps: int, log_dir: Path, ckpt_dir: Path) -> tuple[str, .
 
 
 def _shell_command(argv: Sequence[str], workdir: Path | None) -> str:
-    """``argv`` as one shell string, run from ``workdir`` (ray.sub's COMMAND)."""
-    command = shlex.join(argv)
-    return f"cd {shlex.quote(str(workdir))} && {command}" if workdir else command
+    """``argv`` as one shell line, run from ``workdir`` (ray.sub's COMMAND), every word quoted."""
+    if workdir is None:
+        return code("{argv}", argv=Words(argv))
+    return code("cd {workdir} && {argv}", workdir=workdir, argv=Words(argv))
 
 
 def _load_as_the_run_will(
@@ -282,16 +307,27 @@ def plan_launch(
             run directory is not fresh.
     """
     _check_user_overrides(overrides)
+    for option, value in (
+        ("--steps", steps),
+        ("--steps-per-run", steps_per_run),
+        ("--minutes", minutes),
+    ):
+        if value is not None and (isinstance(value, bool) or value < 1):
+            raise LaunchError(f"{option} must be a positive integer, got {value!r}")
     path = Path(recipe_path).expanduser().resolve()
     base = load_recipe(path, overrides)
     steps = steps if steps is not None else _int_key(base, "grpo.max_num_steps")
-    if steps < 1:
-        raise LaunchError(f"--steps must be >= 1, got {steps}")
     run = _fresh_run_dir(Path(run_dir) if run_dir else _default_run_dir(site, path.stem))
     log_dir, ckpt_dir = run / "logs", run / "ckpts"
     added = _launch_overrides(steps, log_dir, ckpt_dir)
     recipe = _load_as_the_run_will(path, (*added, *overrides), site, backend)
-    per_run = steps_per_run or steps
+    per_run = steps if steps_per_run is None else steps_per_run
+    if runs_needed(steps, per_run) > MAX_CHAINED_JOBS:
+        raise LaunchError(
+            f"--steps {steps} at --steps-per-run {per_run} is a chain of "
+            f"{runs_needed(steps, per_run)} jobs (at most {MAX_CHAINED_JOBS})",
+            hint="let one job reach more steps (--steps-per-run)",
+        )
     if per_run < steps and not get_path(recipe.config, "checkpointing.enabled", False):
         raise LaunchError(
             f"{recipe.name}: {runs_needed(steps, per_run)} chained jobs need checkpoints to "
@@ -318,7 +354,7 @@ def plan_launch(
         runs=runs_needed(steps, per_run),
         nodes=_int_key(recipe, "cluster.num_nodes"),
         gpus_per_node=_int_key(recipe, "cluster.gpus_per_node"),
-        minutes=minutes or _default_minutes(site, backend),
+        minutes=minutes if minutes is not None else _default_minutes(site, backend),
         site=site,
     )
 
@@ -477,8 +513,15 @@ def launch(plan: LaunchPlan) -> RunManifest:
     """
     backend = backend_for(plan.backend, plan.site)
     backend.render(plan)  # validates the plan against the backend before anything is written
-    _fresh_run_dir(plan.run_dir).mkdir(parents=True, exist_ok=True)
-    (plan.run_dir / "launch").mkdir()
+    run = _fresh_run_dir(plan.run_dir)
+    if run != plan.run_dir:  # a symlink appeared since planning: never write through it
+        raise LaunchError(
+            f"run directory {plan.run_dir} now leads to {run} (a symlink was put there after "
+            "the launch was planned); nothing was written",
+            hint="pass a new --run-dir",
+        )
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "launch").mkdir()
     manifest = initial_manifest(plan)
     _write_manifest(manifest)
     try:

@@ -16,12 +16,12 @@ is gone without an exit status was killed (OOM killer, ``kill -9``, reboot): ``f
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 from pathlib import Path
 
 from rlgate._errors import LaunchError
 from rlgate._io import write_text_atomic
+from rlgate._shell import code, comment, export, script
 from rlgate.launch import JobState, LaunchPlan, Phase
 from rlgate.manifest import RunManifest, now_utc
 
@@ -44,22 +44,31 @@ def process_start_time(pid: int) -> int | None:
 
 
 def _wrapper(plan: LaunchPlan) -> str:
+    """The wrapper script; every value in it is quoted by :mod:`rlgate._shell`.
+
+    It writes only inside ``<run>/launch/`` (created fresh by ``rlgate launch``) and
+    ``<run>/driver.log``; the exit status goes to a ``mktemp`` file renamed into place.
+    """
     run = plan.run_dir
-    exit_file = run / EXIT_FILE
-    tmp = exit_file.with_name(exit_file.name + ".tmp")
-    lines = [
-        "#!/usr/bin/env bash",
-        f"# rlgate launch --backend local: {plan.recipe.name} -> {run}",
-        f"cd {shlex.quote(str(plan.workdir or run))}",
-        *(f"export {k}={shlex.quote(v)}" for k, v in sorted(plan.env.items())),
-        f"bash {shlex.quote(str(run / 'launch' / 'driver_command.sh'))} "
-        f"> {shlex.quote(str(run / 'driver.log'))} 2>&1",
-        "rc=$?",
-        f"printf '%s\\n' \"$rc\" > {shlex.quote(str(tmp))} && "
-        f"mv -f {shlex.quote(str(tmp))} {shlex.quote(str(exit_file))}",
-        'exit "$rc"',
-    ]
-    return "\n".join(lines) + "\n"
+    launch_dir = run / "launch"
+    return script(
+        comment(f"rlgate launch --backend local: {plan.recipe.name} -> {run}"),
+        code("cd {workdir}", workdir=plan.workdir or run),
+        *(export(key, value) for key, value in sorted(plan.env.items())),
+        code(
+            "bash {driver} > {log} 2>&1",
+            driver=launch_dir / "driver_command.sh",
+            log=run / "driver.log",
+        ),
+        code("rc=$?"),
+        code(
+            'tmp=$(mktemp {pattern}) && printf \'%s\\n\' "$rc" > "$tmp" && '
+            'mv -f "$tmp" {exit_file}',
+            pattern=launch_dir / ".exit_status.XXXXXX",
+            exit_file=run / EXIT_FILE,
+        ),
+        code('exit "$rc"'),
+    )
 
 
 class LocalBackend:

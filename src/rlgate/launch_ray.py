@@ -93,12 +93,20 @@ class RayBackend:
         """Submit the job; record its id and the cluster address."""
         address = self._address()
         env = {**plan.env, **{name: os.environ[name] for name in plan.pass_env}}
-        job_id = self._client(address).submit_job(
-            entrypoint=plan.command,
-            submission_id=submission_id(plan.name),
-            runtime_env={"env_vars": env} if env else None,
-            metadata={"rlgate_run_dir": str(plan.run_dir), "recipe": plan.recipe.name},
-        )
+        client = self._client(address)
+        try:
+            job_id = client.submit_job(
+                entrypoint=plan.command,
+                submission_id=submission_id(plan.name),
+                runtime_env={"env_vars": env} if env else None,
+                metadata={"rlgate_run_dir": str(plan.run_dir), "recipe": plan.recipe.name},
+            )
+        except Exception as exc:  # RuntimeError (HTTP status), requests errors
+            raise InfraError(
+                f"Ray job API at {address}: submitting {submission_id(plan.name)} failed: {exc}",
+                hint=f"after a timeout the job may exist anyway: ray job status "
+                f"{submission_id(plan.name)} --address {address}",
+            ) from exc
         return manifest.model_copy(
             update={
                 "job_ids": [job_id],

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 from pathlib import Path
 
 from rlgate._errors import InfraError, LaunchError
 from rlgate._io import write_text_atomic
-from rlgate.launch import JobState, LaunchPlan, Phase
+from rlgate._shell import Words, code, comment, export, require_env, script
+from rlgate.launch import JobState, LaunchPlan, Phase, check_plain_path
 from rlgate.launch_site import SiteConfig, SlurmSite
 from rlgate.manifest import RunManifest
 
@@ -62,17 +62,23 @@ def container_mounts(plan: LaunchPlan, slurm: SlurmSite) -> str:
 
     The container must see the recipe chain, write the run's logs and checkpoints, and run
     from the NeMo RL checkout; each is mounted at its own path unless a site mount covers it.
+    A path rlgate adds must be plain (``rlgate.launch_site.PLAIN_PATH``): ``MOUNTS`` is a
+    ``,``-separated list of ``SRC:DST`` that ray.sub pastes unquoted into ``srun`` arguments.
+    (The site's own mounts are checked when the site config is loaded.)
     """
     mounts = list(slurm.mounts)
-    for mount in mounts:
-        if "," in mount or ":" not in mount or not mount.startswith("/"):
-            raise LaunchError(
-                f"site config slurm.mounts entry {mount!r} is not an absolute SRC:DST mount",
-                hint="one entry per mount, e.g. /lustre/data:/data (no commas)",
-            )
     recipe_root = Path(os.path.commonpath([str(s.parent) for s in plan.recipe.sources]))
-    for needed in (plan.run_dir, recipe_root, plan.workdir):
+    for what, needed in (
+        ("run directory", plan.run_dir),
+        ("recipe folder", recipe_root),
+        ("NeMo RL checkout", plan.workdir),
+    ):
         if needed is not None and not _covered(needed, mounts):
+            check_plain_path(
+                needed,
+                f"the {what}, mounted into the container as",
+                hint="add a site slurm.mounts entry that covers it, or move it to a plain path",
+            )
             mounts.append(f"{needed}:{needed}")
     return ",".join(mounts)
 
@@ -93,6 +99,10 @@ def _check(plan: LaunchPlan, slurm: SlurmSite) -> None:
             "the slurm backend submits NeMo RL's ray.sub: pass --nemo-rl-dir",
             hint="or set nemo_rl_dir in the site config",
         )
+    # sbatch runs from the checkout; ray.sub passes it unquoted (--container-workdir=...).
+    check_plain_path(
+        plan.workdir, "--nemo-rl-dir", hint="use a checkout path of letters, digits and ._+@/-"
+    )
     if not (plan.workdir / slurm.ray_sub).is_file():
         raise LaunchError(f"{plan.workdir / slurm.ray_sub} not found (site slurm.ray_sub)")
     if plan.minutes is None:
@@ -113,15 +123,16 @@ def render_sbatch_script(plan: LaunchPlan) -> str:
     _check(plan, slurm)
     assert plan.workdir is not None and plan.minutes is not None  # checked above
     log_root = plan.run_dir / SLURM_LOG_SUBDIR
-    q = shlex.quote
     exports = {
         "CONTAINER": slurm.container,
         "MOUNTS": container_mounts(plan, slurm),
         "GPUS_PER_NODE": str(plan.gpus_per_node),
         "BASE_LOG_DIR": str(log_root),
         "COMMAND": plan.command,
-        **dict(sorted(plan.env.items())),
     }
+    clash = sorted(set(plan.env) & set(exports))
+    if clash:  # the site config refuses these names; a plan built by hand might not
+        raise LaunchError(f"the site env may not set {clash}: rlgate sets them for ray.sub")
     sbatch = [
         "--parsable",
         f"--nodes={plan.nodes}",
@@ -135,25 +146,31 @@ def render_sbatch_script(plan: LaunchPlan) -> str:
         *slurm.extra_sbatch_args,
         slurm.ray_sub,
     ]
-    lines = [
-        "#!/usr/bin/env bash",
-        "# Written by `rlgate launch --backend slurm`: submits NeMo RL's ray.sub for",
-        f"#   recipe  {plan.recipe.name} ({plan.recipe.path})",
-        f"#   run     {plan.run_dir}  (target step {plan.target_step})",
-        f"#   budget  {plan.runs} job(s) x {plan.nodes} nodes x {plan.gpus_per_node} GPUs x "
-        f"{plan.minutes} min = {plan.gpu_hours:g} GPU-hours",
-        "# ray.sub runs COMMAND in the head container from the submit directory and logs the",
-        "# driver to $BASE_LOG_DIR/<jobid>-logs/ray-driver.log. Running this again submits again.",
-        "set -euo pipefail",
-        f"cd {q(str(plan.workdir))}",
-        *(f"export {key}={q(value)}" for key, value in exports.items()),
-        *(f': "${{{n}:?{n} (site pass_env) must be set}}"; export {n}' for n in plan.pass_env),
-        'mkdir -p "$BASE_LOG_DIR"',
-        f"for _ in $(seq 1 {plan.runs}); do",
-        "  sbatch " + " \\\n    ".join(q(arg) for arg in sbatch),
-        "done",
-    ]
-    return "\n".join(lines) + "\n"
+    budget = (
+        f"{plan.runs} job(s) x {plan.nodes} nodes x {plan.gpus_per_node} GPUs x "
+        f"{plan.minutes} min = {plan.gpu_hours:g} GPU-hours"
+    )
+    return script(
+        comment("Written by `rlgate launch --backend slurm`: submits NeMo RL's ray.sub for"),
+        comment(f"  recipe  {plan.recipe.name} ({plan.recipe.path})"),
+        comment(f"  run     {plan.run_dir}  (target step {plan.target_step})"),
+        comment(f"  budget  {budget}"),
+        comment(
+            "ray.sub runs COMMAND in the head container from the submit directory and logs the"
+        ),
+        comment(
+            "driver to $BASE_LOG_DIR/<jobid>-logs/ray-driver.log. Running this again submits again."
+        ),
+        code("set -euo pipefail"),
+        code("cd {workdir}", workdir=plan.workdir),
+        *(export(key, value) for key, value in exports.items()),
+        *(export(key, value) for key, value in sorted(plan.env.items())),
+        *(require_env(name) for name in plan.pass_env),
+        code('mkdir -p "$BASE_LOG_DIR"'),
+        code("for _ in $(seq 1 {runs}); do", runs=plan.runs),
+        code("  sbatch {args}", args=Words(sbatch, wrap=True)),
+        code("done"),
+    )
 
 
 def parse_job_ids(stdout: str) -> list[str]:
@@ -180,7 +197,7 @@ def parse_sacct(stdout: str) -> dict[str, tuple[str, int | None, str, str]]:
         code = parts[2].split(":", 1)[0]
         out[parts[0]] = (
             parts[1].split()[0] if parts[1] else "",
-            int(code) if code.isdigit() else None,
+            int(code) if code.isascii() and code.isdigit() else None,
             parts[3],
             parts[4],
         )
@@ -264,7 +281,7 @@ class SlurmBackend:
     def _job_log_dirs(manifest: RunManifest, job_id: str) -> list[Path]:
         root = Path(manifest.slurm_log_root or Path(manifest.run_dir) / SLURM_LOG_SUBDIR)
         found = [*root.glob(f"{job_id}-logs"), *root.glob(f"{job_id}-*-logs")]
-        return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+        return sorted(found, key=lambda p: p.lstat().st_mtime, reverse=True)
 
     def sync_logs(self, manifest: RunManifest) -> None:
         """Nothing to do: ray.sub writes the logs into the run directory."""

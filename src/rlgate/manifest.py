@@ -10,24 +10,29 @@ Invariants:
 * written only through :func:`rlgate._io.write_json_atomic` (``schema_version``, atomic);
 * loading validates every field (pydantic, ``extra="forbid"``), so a truncated, hand-edited
   or foreign file is a clear :class:`~rlgate._errors.LaunchError`, never half-read;
+* a manifest describes the directory it is in: its ``run_dir`` must be that directory and
+  every path it records (logs, checkpoints, driver log, Slurm logs) must lie inside it, so
+  ``rlgate watch`` never writes (manifest, copied driver log) anywhere else, whatever a
+  moved, copied or crafted manifest says;
 * secrets never enter it: environment variables named in the site config's ``pass_env`` are
   recorded by name only.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import posixpath
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rlgate._errors import LaunchError
-from rlgate._io import SCHEMA_VERSION, write_json_atomic
+from rlgate._io import SCHEMA_VERSION, read_json, write_json_atomic
+from rlgate._validate import PositiveInt, problems
 
 __all__ = [
     "MANIFEST_NAME",
@@ -42,6 +47,10 @@ __all__ = [
 ]
 
 MANIFEST_NAME = "rlgate_manifest.json"
+_HINT = f"pass a run directory created by `rlgate launch` (it holds {MANIFEST_NAME})"
+
+# A job handle: a Slurm job id, a pid, a Ray submission id (no spaces, quotes or separators).
+JobId = Annotated[str, Field(pattern=r"^[A-Za-z0-9._+@-]{1,200}$")]
 
 
 class Backend(Enum):
@@ -103,20 +112,20 @@ class RunManifest(BaseModel):
     workdir: str | None
     env: dict[str, str]  # literal environment from the site config
     pass_env: list[str]  # names only: values come from the launching environment
-    target_step: int
-    steps_per_run: int
-    runs: int
-    nodes: int
-    gpus_per_node: int
-    minutes: int | None
-    gpu_hours: float | None
+    target_step: PositiveInt
+    steps_per_run: PositiveInt
+    runs: PositiveInt
+    nodes: PositiveInt
+    gpus_per_node: PositiveInt
+    minutes: PositiveInt | None
+    gpu_hours: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None
     nemo_rl: GitInfo
     gym: GitInfo
     versions: dict[str, str]
-    job_ids: list[str] = []
+    job_ids: list[JobId] = []
     ray_address: str | None = None
-    pid: int | None = None
-    pid_start: int | None = None  # /proc start time, guards against pid reuse
+    pid: PositiveInt | None = None
+    pid_start: Annotated[int, Field(strict=True, ge=0)] | None = None  # /proc start time
     slurm_log_root: str | None = None  # ray.sub's BASE_LOG_DIR
     submitted_at: str | None = None
     started_at: str | None = None
@@ -124,6 +133,20 @@ class RunManifest(BaseModel):
     exit_status: int | None = None
     last_step: int | None = None
     message: str | None = None
+
+    @model_validator(mode="after")
+    def _paths_inside_run_dir(self) -> RunManifest:
+        if not posixpath.isabs(self.run_dir) or "\x00" in self.run_dir:
+            raise ValueError(f"run_dir {self.run_dir!r} is not an absolute path")
+        root = posixpath.normpath(self.run_dir)
+        for key in ("log_dir", "checkpoint_dir", "driver_log", "slurm_log_root"):
+            value = getattr(self, key)
+            if value is None:
+                continue
+            path = posixpath.normpath(posixpath.join(root, value))
+            if "\x00" in value or posixpath.commonpath([root, path]) != root:
+                raise ValueError(f"{key} {value!r} is outside the run directory {root}")
+        return self
 
 
 def now_utc() -> str:
@@ -141,19 +164,14 @@ def load_manifest(run_dir: str | os.PathLike[str]) -> RunManifest:
     """Read and validate ``<run_dir>/rlgate_manifest.json`` (or the manifest file itself).
 
     Raises:
-        LaunchError: the file is missing, not JSON, of another schema version, or invalid.
+        LaunchError: the file is missing, not JSON, of another schema version, invalid, or
+            describes another directory than the one it is in.
     """
     given = Path(run_dir)
     path = given if given.is_file() else given / MANIFEST_NAME
     if not path.is_file():
-        raise LaunchError(
-            f"no run manifest at {path}",
-            hint=f"pass a run directory created by `rlgate launch` (it holds {MANIFEST_NAME})",
-        )
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise LaunchError(f"{path}: not valid JSON ({exc}); the manifest is corrupt") from exc
+        raise LaunchError(f"no run manifest at {path}", hint=_HINT)
+    doc = read_json(path, what="run manifest", error=LaunchError, hint=_HINT)
     if not isinstance(doc, dict):
         raise LaunchError(f"{path}: a run manifest is a JSON object, got {type(doc).__name__}")
     version = doc.pop("schema_version", None)
@@ -163,6 +181,19 @@ def load_manifest(run_dir: str | os.PathLike[str]) -> RunManifest:
             hint="watch the run with the rlgate version that launched it",
         )
     try:
-        return RunManifest.model_validate(doc)
+        manifest = RunManifest.model_validate(doc)
     except ValidationError as exc:
-        raise LaunchError(f"{path}: invalid run manifest: {exc}") from exc
+        raise LaunchError(f"{path}: invalid run manifest:\n{problems(exc)}", hint=_HINT) from None
+    holder = path.parent
+    try:
+        same = os.path.samefile(holder, manifest.run_dir)
+    except OSError:
+        same = False
+    if not same:
+        raise LaunchError(
+            f"{path}: the manifest is for run directory {manifest.run_dir!r}, not for "
+            f"{holder.resolve()}, where it is (moved, copied or foreign)",
+            hint="watch the run in the directory it was launched in; rlgate writes only "
+            "inside the run directory its manifest names",
+        )
+    return manifest

@@ -195,11 +195,16 @@ class _LogFollower:
             return
         with files[0].open("rb") as fh:
             fh.seek(self.offset)
-            chunk = fh.read()
-        complete = chunk.rfind(b"\n") + 1  # only whole lines; the rest next time
-        self.offset += complete
-        for line in chunk[:complete].decode("utf-8", errors="replace").splitlines():
-            self.emit(line)
+            while chunk := fh.read(_TAIL_BYTES):  # bounded memory, however large the log
+                complete = chunk.rfind(b"\n") + 1  # only whole lines; the rest next time
+                if complete == 0 and len(chunk) == _TAIL_BYTES:
+                    complete = len(chunk)  # a line longer than the bound: passed on in pieces
+                self.offset += complete
+                for line in chunk[:complete].decode("utf-8", errors="replace").splitlines():
+                    self.emit(line)
+                if len(chunk) < _TAIL_BYTES:  # end of file (a partial line waits)
+                    break
+                fh.seek(self.offset)
 
 
 def watch_run(

@@ -8,6 +8,7 @@ submodule path as a nested repository) so ``git rev-parse`` runs for real, and t
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,16 @@ ONE_NODE = ("cluster.num_nodes=1",)
 def swe_env(tmp_path: Path) -> dict[str, str]:
     """The variables rlgate's recipes read through ``${oc.env:...}``."""
     return {"RLGATE_SWE_DATA": str(tmp_path / "swe_data"), "RLGATE_SWE_SIF": str(tmp_path / "sif")}
+
+
+def recipe_named(tmp_path: Path, stem: str) -> Path:
+    """The target recipe (and its ``defaults:`` chain) copied under another file name."""
+    folder = tmp_path / "recipes"
+    if not folder.exists():
+        shutil.copytree(TARGET.parent / "base", folder / "base")
+    path = folder / f"{stem}.yaml"
+    shutil.copyfile(TARGET, path)
+    return path
 
 
 def local_site(tmp_path: Path) -> SiteConfig:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from launch_fixtures import recipe_named
 
 from rlgate._errors import RecipeError
 from rlgate.budget import (
@@ -182,3 +183,87 @@ class TestPurity:
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             assert not {n.split(".")[0] for n in names} & set(self.FORBIDDEN), (module, names)
+
+
+class TestHostileNightlyLists:
+    """Every malformed list is exit 2 with one message naming the key, never a traceback."""
+
+    @pytest.mark.parametrize(
+        ("content", "message"),
+        [
+            pytest.param(b"\xff\xfe\x00binary", "not UTF-8", id="binary"),
+            pytest.param(b"", "got NoneType", id="empty"),
+            pytest.param(b"[1, 2]", "got list", id="list"),
+            pytest.param(b"a: &a [*a]", "not valid YAML", id="recursive_alias"),
+            pytest.param(b"cap_gpu_hours: 1\nruns: {a: 1}", "runs", id="runs_mapping"),
+        ],
+    )
+    def test_unreadable_or_malformed_file(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+    ) -> None:
+        bad = tmp_path / "n.yaml"
+        bad.write_bytes(content)
+        assert main(["budget", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and "internal error" not in err
+
+    @pytest.mark.parametrize(
+        ("cap", "message"),
+        [
+            pytest.param(float("nan"), "cap_gpu_hours: Input should be a finite number", id="nan"),
+            pytest.param(float("inf"), "cap_gpu_hours: Input should be a finite number", id="inf"),
+            pytest.param(-1, "cap_gpu_hours: Input should be greater than 0", id="negative"),
+            pytest.param(0, "cap_gpu_hours: Input should be greater than 0", id="zero"),
+        ],
+    )
+    def test_cap_in_the_file_must_be_finite_and_positive(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], cap: float, message: str
+    ) -> None:
+        listed = write_list(tmp_path / "n.yaml", [entry()], cap=cap)
+        assert main(["budget", str(listed)]) == 2
+        assert message in capsys.readouterr().err
+
+    @pytest.mark.parametrize(
+        ("changes", "message"),
+        [
+            pytest.param(
+                {"steps": True}, "runs[0].steps: Input should be a valid integer", id="bool"
+            ),
+            pytest.param({"steps": 0}, "runs[0].steps: Input should be greater than", id="zero"),
+            pytest.param({"minutes": -5}, "runs[0].minutes", id="negative_minutes"),
+            pytest.param({"steps_per_run": -3}, "runs[0].steps_per_run", id="negative_per_run"),
+            pytest.param({"nodes": 1.5}, "runs[0].nodes", id="fraction"),
+            pytest.param({"steps": "20"}, "runs[0].steps", id="string"),
+            pytest.param({"recipe": "a\x00b"}, "runs[0].recipe: holds a control", id="nul_path"),
+            pytest.param({"name": "../../x"}, "cannot name a run directory", id="name_escapes"),
+            pytest.param({"name": "a b;c"}, "cannot name a run directory", id="name_shell"),
+            pytest.param({"overrides": ["a=\n"]}, "runs[0].overrides[0]", id="override_newline"),
+        ],
+    )
+    def test_bad_entry_values(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], changes: dict, message: str
+    ) -> None:
+        listed = write_list(tmp_path / "n.yaml", [entry(**changes)])
+        assert main(["budget", str(listed)]) == 2
+        err = capsys.readouterr().err
+        assert message in err, err
+        assert "Traceback" not in err and "errors.pydantic.dev" not in err
+
+    def test_recipe_file_name_that_cannot_name_a_run_needs_a_name(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        recipe = recipe_named(tmp_path, "r; touch x #")
+        listed = write_list(tmp_path / "n.yaml", [entry(recipe=str(recipe))])
+        assert main(["budget", str(listed)]) == 2
+        assert "cannot name a run directory" in capsys.readouterr().err
+        named = write_list(tmp_path / "n.yaml", [entry(recipe=str(recipe), name="plain")])
+        assert evaluate_budget(named).lines[0].name == "plain"
+
+    @pytest.mark.parametrize("cap", ["nan", "inf", "-1", "0", "x"])
+    def test_cap_option_must_be_a_finite_positive_number(
+        self, capsys: pytest.CaptureFixture[str], cap: str
+    ) -> None:
+        with pytest.raises(SystemExit) as info:
+            main(["budget", str(NIGHTLY), f"--cap={cap}"])
+        assert info.value.code == 2
+        assert "argument --cap:" in capsys.readouterr().err

@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 from pathlib import Path
 
 import pytest
+import yaml
 from launch_fixtures import (
     ONE_NODE,
     STANDIN,
     TARGET,
     local_site,
     nemo_rl_checkout,
+    recipe_named,
     stop_local_run,
     swe_env,
     wait_for,
 )
 
 from rlgate._errors import LaunchError, RecipeError
+from rlgate.cli import main
 from rlgate.launch import (
     DEFAULT_ENTRYPOINT,
     Phase,
@@ -158,6 +162,186 @@ class TestSiteConfig:
             load_site_config(bad)
 
 
+class TestPlanRefusals:
+    """Values that would run wrong are refused before anything is written (exit 2)."""
+
+    @pytest.mark.parametrize(
+        "name",
+        ["a,b", "${oc.env:HOME}", "a b", "a\nb", "a%j", "a:b", "a'b", "a=b", "é"],
+        ids=repr,
+    )
+    def test_run_dir_that_a_consumer_would_interpret_is_refused(
+        self, tmp_path: Path, name: str
+    ) -> None:
+        with pytest.raises(LaunchError, match=r"run directory .* holds") as info:
+            plan_local(tmp_path, run_dir=tmp_path / name)
+        assert "letters, digits" in str(info.value)
+        assert not (tmp_path / name).exists()
+
+    def test_run_dir_that_is_a_file_is_refused(self, tmp_path: Path) -> None:
+        (tmp_path / "run").write_text("user data")
+        with pytest.raises(LaunchError, match="exists and is not a directory"):
+            plan_local(tmp_path)
+        assert (tmp_path / "run").read_text() == "user data"
+
+    def test_default_run_dir_name_is_made_plain(self, tmp_path: Path) -> None:
+        recipe = recipe_named(tmp_path, "r\ntouch x; $(y) #")
+        site = SiteConfig(env=swe_env(tmp_path), runs_root=str(tmp_path / "runs"))
+        plan = plan_launch(
+            recipe, backend=Backend.LOCAL, site=site, overrides=ONE_NODE, entrypoint=STANDIN
+        )
+        assert plan.run_dir.parent == (tmp_path / "runs").resolve()
+        assert plan.run_dir.name.startswith("r_touch_x____y___-")
+        assert plan.argv[plan.argv.index("--config") + 1] == str(recipe)
+
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            pytest.param({"steps": 0}, "--steps must be a positive integer, got 0", id="steps_0"),
+            pytest.param(
+                {"steps_per_run": 0}, "--steps-per-run must be a positive integer", id="per_run_0"
+            ),
+            pytest.param(
+                {"steps_per_run": -3}, "--steps-per-run must be a positive integer", id="per_run_-3"
+            ),
+            pytest.param({"minutes": -5}, "--minutes must be a positive integer", id="minutes_-5"),
+            pytest.param({"minutes": 0}, "--minutes must be a positive integer", id="minutes_0"),
+            pytest.param(
+                {"steps": 1000, "steps_per_run": 1}, "chain of 1000 jobs", id="chain_too_long"
+            ),
+        ],
+    )
+    def test_non_positive_counts_are_refused(
+        self, tmp_path: Path, kwargs: dict, message: str
+    ) -> None:
+        with pytest.raises(LaunchError, match=re.escape(message)):
+            plan_local(tmp_path, **kwargs)
+
+    @pytest.mark.parametrize(
+        ("option", "value", "message"),
+        [
+            pytest.param("--minutes", "-5", "must be >= 1, got -5", id="minutes_negative"),
+            pytest.param("--minutes", "0", "must be >= 1, got 0", id="minutes_zero"),
+            pytest.param("--steps-per-run", "0", "must be >= 1, got 0", id="per_run_zero"),
+            pytest.param("--steps-per-run", "-3", "must be >= 1, got -3", id="per_run_negative"),
+            pytest.param("--steps", "1.5", "not an integer: '1.5'", id="steps_fraction"),
+            pytest.param("--interval", "nan", "must be a finite number > 0", id="interval_nan"),
+            pytest.param("--interval", "-1", "must be a finite number > 0", id="interval_neg"),
+        ],
+    )
+    def test_cli_refuses_non_positive_options(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        option: str,
+        value: str,
+        message: str,
+    ) -> None:
+        argv = ["launch", str(TARGET), "--backend", "slurm", "--dry-run", "--no-check"]
+        with pytest.raises(SystemExit) as info:
+            main([*argv, f"{option}={value}"])
+        assert info.value.code == 2
+        assert f"argument {option}: {message}" in capsys.readouterr().err
+
+    def test_cli_refuses_an_entrypoint_that_is_not_a_word_list(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        site = tmp_path / "site.yaml"
+        site.write_text(yaml.safe_dump({"env": swe_env(tmp_path)}))
+        argv = ["launch", str(TARGET), *ONE_NODE, "--backend", "local", "--site", str(site)]
+        argv += ["--entrypoint", "python -c 'unclosed", "--dry-run", "--no-check"]
+        assert main([*argv, "--run-dir", str(tmp_path / "run")]) == 2
+        assert "--entrypoint" in capsys.readouterr().err
+
+
+SLURM_OK = {"account": "acct", "partition": "batch", "container": "/c/nemo-rl.sqsh"}
+# id: (site config YAML text, what the message must name)
+BAD_SITES = {
+    "env_key_with_commands": ('env: {"X; touch y; Y": v}', "'X; touch y; Y' is not an environment"),
+    "env_key_with_equals": ("env: {A=B: c}", "'A=B' is not an environment variable name"),
+    "env_key_with_newline": ('env: {"A\\nB": c}', "'A\\nB' is not an environment"),
+    "env_key_digit_first": ("env: {1A: c}", "'1A' is not an environment variable name"),
+    "env_sets_command": ("env: {COMMAND: rm}", "'COMMAND' is set by rlgate for ray.sub"),
+    "env_sets_bash_env": ("env: {BASH_ENV: /x}", "'BASH_ENV' changes how bash runs"),
+    "env_value_nul": ('env: {A: "a\\0b"}', "the value of A holds a NUL byte"),
+    "env_value_number": ("env: {A: 1}", "env.A: Input should be a valid string"),
+    "env_not_a_mapping": ("env: [A]", "env: Input should be a valid dictionary"),
+    "pass_env_with_commands": ('pass_env: ["HF_TOKEN}; touch y; #"]', "is not an environment"),
+    "pass_env_in_env_too": ("env: {A: b}\npass_env: [A]", "in both env and pass_env"),
+    "account_with_space": ({"account": "a b"}, "slurm.account: 'a b' is not a plain account"),
+    "partition_with_semicolon": ({"partition": "p;x"}, "slurm.partition: 'p;x' is not a plain"),
+    "container_with_substitution": ({"container": "$(x)"}, "slurm.container: '$(x)'"),
+    "container_with_space": ({"container": "/c/a b"}, "is not a plain container"),
+    "job_name_with_newline": ({"job_name_prefix": "a\nb"}, "slurm.job_name_prefix"),
+    "ray_sub_with_dollar": ({"ray_sub": "$HOME/x"}, "slurm.ray_sub"),
+    "mount_with_space": ({"mounts": ["/a b:/a"]}, "entry '/a b:/a' is not an absolute"),
+    "mount_relative": ({"mounts": ["a:/a"]}, "entry 'a:/a' is not an absolute"),
+    "sbatch_arg_reserved": (
+        {"extra_sbatch_args": ["--output=/elsewhere"]},
+        "rlgate sets --output itself",
+    ),
+    "sbatch_arg_short": ({"extra_sbatch_args": ["-N4"]}, "'-N4' is not a long sbatch option"),
+    "sbatch_arg_newline": ({"extra_sbatch_args": ["--comment=a\nb"]}, "is not a long sbatch"),
+    "minutes_negative": ({"max_minutes": -5}, "slurm.max_minutes"),
+    "minutes_bool": ({"default_minutes": True}, "slurm.default_minutes"),
+    "runs_root_newline": ('runs_root: "a\\nb"', "runs_root: holds a control character"),
+    "list_not_mapping": ("- a\n- b", "a site config is a mapping"),
+    "ray_address_space": ("ray: {address: a b}", "ray.address: 'a b' is not an address"),
+}
+
+
+def site_text(spec: str | dict) -> str:
+    if isinstance(spec, str):
+        return spec + "\n"
+    return yaml.safe_dump({"slurm": {**SLURM_OK, **spec}})
+
+
+class TestSiteConfigValidation:
+    """Every site value that reaches a script is a POSIX name, quoted, or constrained."""
+
+    @pytest.mark.parametrize(("spec", "message"), BAD_SITES.values(), ids=BAD_SITES.keys())
+    def test_bad_site_config_is_exit_2_naming_the_value(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str | dict, message: str
+    ) -> None:
+        site = tmp_path / "site.yaml"
+        site.write_text(site_text(spec))
+        argv = ["launch", str(TARGET), "--backend", "local", "--site", str(site)]
+        code = main([*argv, "--run-dir", str(tmp_path / "run"), "--dry-run", "--no-check"])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert "invalid site config" in err or "is a mapping" in err
+        assert message in err
+        assert "Traceback" not in err and "errors.pydantic.dev" not in err
+        assert not (tmp_path / "run").exists() and not Path("y").exists()
+
+    def test_valid_names_and_hostile_values_are_accepted(self, tmp_path: Path) -> None:
+        site = tmp_path / "site.yaml"
+        site.write_text(
+            yaml.safe_dump(
+                {
+                    "env": {"_A1": "$(touch y); `x`", "HF_HOME": "/a b/'c'"},
+                    "pass_env": ["HF_TOKEN"],
+                    "slurm": {
+                        **SLURM_OK,
+                        "partition": "batch,batch_short",
+                        "container": "nvcr.io#nvidia/nemo-rl:v0.4.0",
+                        "mounts": ["/lustre/a:/data:ro", "/:/host"],
+                        "extra_sbatch_args": ["--exclusive", "--comment=nightly run"],
+                    },
+                }
+            )
+        )
+        loaded = load_site_config(site)
+        assert loaded.env["_A1"] == "$(touch y); `x`" and loaded.slurm.mounts[1] == "/:/host"
+
+    def test_ray_address_option_is_validated(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        argv = ["launch", str(TARGET), "--backend", "ray", "--ray-address", "http://h:8265 x"]
+        assert main([*argv, "--run-dir", str(tmp_path / "run"), "--dry-run", "--no-check"]) == 2
+        assert "--ray-address: invalid site config" in capsys.readouterr().err
+
+
 class TestGitInfo:
     def test_git_info_reads_nemo_rl_and_gym_commits(self, tmp_path: Path) -> None:
         repo, rl_commit, gym_commit = nemo_rl_checkout(tmp_path)
@@ -246,6 +430,17 @@ class TestLocalBackend:
         assert state.phase is Phase.FAILED and state.exit_status is None
         assert "without recording an exit status" in state.message
         assert load_manifest(plan.run_dir).status is RunStatus.SUBMITTED  # watch updates it
+
+    def test_symlink_put_at_the_run_dir_after_planning_is_not_written_through(
+        self, tmp_path: Path
+    ) -> None:
+        plan = plan_local(tmp_path)
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (tmp_path / "run").symlink_to(elsewhere)
+        with pytest.raises(LaunchError, match="a symlink was put there"):
+            launch(plan)
+        assert list(elsewhere.iterdir()) == []
 
     def test_failed_submission_is_recorded_in_the_manifest(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -8,6 +8,8 @@ group id in a ``finally``; nothing else on the machine is touched.
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import shutil
 import signal
@@ -15,12 +17,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import ray
 from launch_fixtures import ONE_NODE, STANDIN, TARGET, swe_env
 
 from rlgate._errors import ExitCode, InfraError
@@ -190,3 +194,53 @@ class TestRayUnreachable:
         with pytest.raises(InfraError, match="cannot reach the Ray job API"):
             launch(plan)
         assert load_manifest(plan.run_dir).status is RunStatus.FAILED
+
+
+class _FailingJobApi(http.server.BaseHTTPRequestHandler):
+    """A dashboard that answers the version check and times out every job request (504)."""
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/api/version"):
+            body = json.dumps({"version": "4", "ray_version": ray.__version__}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.send_error(504)
+
+    def do_POST(self) -> None:
+        self.send_error(504)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def failing_job_api() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FailingJobApi)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class TestRayJobApiErrors:
+    def test_submission_rejected_by_the_job_api_is_exit_3_not_a_crash(
+        self, tmp_path: Path, failing_job_api: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        site = tmp_path / "site.yaml"
+        site.write_text(SiteConfig(env=swe_env(tmp_path)).model_dump_json())
+        argv = ["launch", str(TARGET), *ONE_NODE, "--backend", "ray", "--site", str(site)]
+        argv += ["--ray-address", failing_job_api, "--entrypoint", " ".join(STANDIN)]
+        argv += ["--run-dir", str(tmp_path / "run"), "--no-check"]
+        assert main(argv) == 3
+        err = capsys.readouterr().err
+        assert "submitting rlgate-run failed" in err and "504" in err
+        assert "internal error" not in err
+        saved = load_manifest(tmp_path / "run")
+        assert saved.status is RunStatus.FAILED and "504" in saved.message

@@ -15,11 +15,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from launch_fixtures import STANDIN, TARGET, nemo_rl_checkout, slurm_site
 
 from rlgate._errors import LaunchError
 from rlgate.cli import main
-from rlgate.launch import launch, plan_launch
+from rlgate.launch import launch, load_site_config, plan_launch
 from rlgate.launch_slurm import (
     format_time_limit,
     parse_job_ids,
@@ -149,10 +150,14 @@ class TestSbatchScript:
         with pytest.raises(LaunchError, match="slurm: block"):
             render_sbatch_script(plan_slurm(tmp_path, checkout, site=site))
 
-    def test_site_mounts_must_be_absolute_pairs(self, tmp_path: Path, checkout: Path) -> None:
-        site = slurm_site(tmp_path, mounts=["/a:/a,/b:/b"])
-        with pytest.raises(LaunchError, match="not an absolute SRC:DST mount"):
-            render_sbatch_script(plan_slurm(tmp_path, checkout, site=site))
+    def test_site_mounts_must_be_absolute_pairs(self, tmp_path: Path) -> None:
+        # checked when the site config is loaded (before: when the script was rendered)
+        site = slurm_site(tmp_path).model_dump(mode="json")
+        site["slurm"]["mounts"] = ["/a:/a,/b:/b"]
+        path = tmp_path / "site.yaml"
+        path.write_text(yaml.safe_dump(site))
+        with pytest.raises(LaunchError, match="not an absolute SRC:DST"):
+            load_site_config(path)
 
     @pytest.mark.parametrize(
         ("minutes", "limit"),

@@ -9,8 +9,9 @@ import pytest
 from launch_fixtures import ONE_NODE, STANDIN, TARGET, local_site, stop_local_run
 
 from rlgate._errors import ExitCode, LaunchError
-from rlgate.launch import JobState, Phase, launch, plan_launch
-from rlgate.manifest import Backend, RunStatus, load_manifest
+from rlgate.cli import main
+from rlgate.launch import JobState, Phase, initial_manifest, launch, plan_launch
+from rlgate.manifest import MANIFEST_NAME, Backend, RunStatus, load_manifest
 from rlgate.testing.corpus import Fault, Profile, write_run
 from rlgate.watch import (
     INFRA_SIGNATURES,
@@ -197,3 +198,141 @@ class TestWatchLocalRuns:
     def test_watch_without_a_manifest_is_an_error(self, tmp_path: Path) -> None:
         with pytest.raises(LaunchError, match="no run manifest"):
             watch_run(tmp_path)
+
+
+def manifest_doc(tmp_path: Path, run: Path, **changes: object) -> dict:
+    """A valid manifest document for ``run_dir`` (local backend, a job that is gone)."""
+    plan = plan_launch(
+        TARGET,
+        backend=Backend.LOCAL,
+        site=local_site(tmp_path),
+        overrides=ONE_NODE,
+        run_dir=tmp_path / "planned",
+        entrypoint=STANDIN,
+    )
+    root = str(run.resolve())
+    doc = initial_manifest(plan).model_dump(mode="json")
+    doc.update(
+        run_name=run.name,
+        run_dir=root,
+        log_dir=f"{root}/logs",
+        checkpoint_dir=f"{root}/ckpts",
+        job_ids=["1"],
+        pid=None,
+    )
+    return {"schema_version": 1, **doc, **changes}
+
+
+def write_doc(folder: Path, doc: dict) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / MANIFEST_NAME
+    path.write_text(json.dumps(doc))
+    return path
+
+
+class TestHostileManifests:
+    """A manifest is input: garbage is exit 2, and watch writes only where it was pointed."""
+
+    def test_manifest_naming_another_run_dir_is_refused_and_that_dir_untouched(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        victim = tmp_path / "victim"
+        victim.mkdir()
+        (victim / MANIFEST_NAME).write_text("precious")
+        write_doc(tmp_path / "given", manifest_doc(tmp_path, victim))
+        assert main(["watch", str(tmp_path / "given"), "--interval", "0.1"]) == 2
+        assert "the manifest is for run directory" in capsys.readouterr().err
+        assert (victim / MANIFEST_NAME).read_text() == "precious"
+        assert sorted(p.name for p in victim.iterdir()) == [MANIFEST_NAME]
+
+    @pytest.mark.parametrize(
+        ("changes", "message"),
+        [
+            pytest.param({"log_dir": "/etc"}, "log_dir '/etc' is outside", id="log_dir_outside"),
+            pytest.param(
+                {"driver_log": "../elsewhere.log"},
+                "driver_log '../elsewhere.log' is outside",
+                id="driver_log_escapes",
+            ),
+            pytest.param({"run_dir": "relative"}, "is not an absolute path", id="relative_run"),
+            pytest.param({"target_step": 0}, "target_step", id="target_zero"),
+            pytest.param({"pid": -1}, "pid", id="pid_negative"),
+            pytest.param({"gpu_hours": float("nan")}, "gpu_hours", id="gpu_hours_nan"),
+            pytest.param({"job_ids": ["1; rm -rf ~"]}, "job_ids[0]", id="job_id_shell"),
+            pytest.param({"nodes": True}, "nodes", id="nodes_bool"),
+        ],
+    )
+    def test_invalid_manifest_fields_are_exit_2(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        changes: dict,
+        message: str,
+    ) -> None:
+        run = tmp_path / "run"
+        write_doc(run, manifest_doc(tmp_path, run, **changes))
+        assert main(["watch", str(run), "--interval", "0.1"]) == 2
+        err = capsys.readouterr().err
+        assert "invalid run manifest" in err and message in err, err
+        assert "Traceback" not in err
+
+    @pytest.mark.parametrize(
+        ("content", "message"),
+        [
+            pytest.param(b"[" * 100_000, "nested too deeply", id="deep_nesting"),
+            pytest.param(b'{"schema_version": 1, "x": "\xff"}', "not UTF-8", id="binary"),
+            pytest.param(b"", "not valid JSON", id="empty"),
+            pytest.param(b"garbage{", "not valid JSON", id="garbage"),
+            pytest.param(b"null", "JSON object, got NoneType", id="null"),
+        ],
+    )
+    def test_unreadable_manifest_is_exit_2(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+    ) -> None:
+        (tmp_path / MANIFEST_NAME).write_bytes(content)
+        assert main(["watch", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and "internal error" not in err
+
+    def test_run_dir_that_is_a_file_is_exit_2(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        (tmp_path / "run").write_text("not a run")
+        assert main(["watch", str(tmp_path / "run")]) == 2
+        assert "not valid JSON" in capsys.readouterr().err
+        assert (tmp_path / "run").read_text() == "not a run"
+
+    def test_symlinked_manifest_is_replaced_not_written_through(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        run = tmp_path / "run"
+        outside = tmp_path / "outside.json"
+        outside.write_text(json.dumps(manifest_doc(tmp_path, run)))
+        run.mkdir()
+        (run / MANIFEST_NAME).symlink_to(outside)
+        before = outside.read_text()
+        assert main(["watch", str(run), "--interval", "0.1"]) == 1  # the job is gone: failed
+        assert outside.read_text() == before
+        assert not (run / MANIFEST_NAME).is_symlink()
+        assert load_manifest(run).status is RunStatus.FAILED
+
+    @pytest.mark.parametrize(
+        ("option", "value"),
+        [
+            pytest.param("--interval", "-1", id="interval_negative"),
+            pytest.param("--interval", "nan", id="interval_nan"),
+            pytest.param("--interval", "inf", id="interval_inf"),
+            pytest.param("--interval", "0", id="interval_zero"),
+            pytest.param("--interval", "1e308", id="interval_huge"),
+            pytest.param("--timeout", "-1", id="timeout_negative"),
+            pytest.param("--timeout", "nan", id="timeout_nan"),
+        ],
+    )
+    def test_watch_refuses_bad_intervals(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str
+    ) -> None:
+        with pytest.raises(SystemExit) as info:
+            main(["watch", str(tmp_path), f"{option}={value}"])
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert f"argument {option}: must be" in err, err

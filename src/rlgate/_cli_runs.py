@@ -14,9 +14,6 @@ from collections.abc import Sequence
 from rlgate._errors import ExitCode, LaunchError, RlgateError
 from rlgate._validate import poll_seconds, positive_float, positive_int
 
-# The name the check-run options (another module's part of this file) use; one definition.
-_positive_int = positive_int
-
 __all__ = ["add_bench", "add_budget", "add_check_run", "add_launch", "add_watch"]
 
 # --- rlgate check-run ----------------------------------------------------------
@@ -45,7 +42,7 @@ def add_check_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", help="baseline run of the same recipe and hardware (perf)")
     p.add_argument("--rollouts", help="NeMo Gym rollouts JSONL (ng_collect_rollouts output)")
     p.add_argument(
-        "--max-steps", type=_positive_int, help="target step, >= 1 (default: the recipe's)"
+        "--max-steps", type=positive_int, help="target step, >= 1 (default: the recipe's)"
     )
     p.add_argument(
         "--band-run",

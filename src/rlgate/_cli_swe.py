@@ -10,8 +10,8 @@ import argparse
 import os
 from pathlib import Path
 
-from rlgate._args import float_in, int_in
 from rlgate._errors import ExitCode, RlgateError
+from rlgate._validate import float_in, int_in
 
 __all__ = ["add_swe"]
 

@@ -2,9 +2,13 @@
 
 One definition each, used by every command and file format that needs it:
 
-* :func:`positive_int`, :func:`positive_float`, :func:`poll_seconds`: argparse ``type=``
-  functions; a count or duration that is zero, negative, NaN, infinite or not a number is
-  a usage error (exit 2) before any work starts;
+* :func:`positive_int`, :func:`positive_float`, :func:`poll_seconds`, :func:`int_in`,
+  :func:`float_in`: argparse ``type=`` functions; a count or duration that is zero,
+  negative, NaN, infinite, out of its documented range or not a number is a usage error
+  (exit 2) before any work starts. ``float("nan")`` compares false with everything, so a
+  bare ``lo <= x <= hi`` test would let NaN through: these refuse NaN and infinities
+  first, and bound integers on both sides so a tiny argument cannot ask for hours of work
+  (``--n 100000000``) or crash a library (``--seed -1``);
 * :data:`PositiveInt`, :data:`PositiveFloat`: the same rules inside pydantic models (strict:
   ``true`` or ``"20"`` is not a count);
 * :func:`check_env_name`: a POSIX environment-variable name (``[A-Za-z_][A-Za-z0-9_]*``);
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import AfterValidator, Field, ValidationError
@@ -30,6 +35,8 @@ __all__ = [
     "PositiveFloat",
     "PositiveInt",
     "check_env_name",
+    "float_in",
+    "int_in",
     "poll_seconds",
     "positive_float",
     "positive_int",
@@ -82,6 +89,46 @@ def poll_seconds(text: str) -> float:
     if value > MAX_POLL_SECONDS:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_POLL_SECONDS:g} s, got {text!r}")
     return value
+
+
+def int_in(lo: int, hi: int) -> Callable[[str], int]:
+    """A ``type=`` parser for an integer in ``[lo, hi]``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is outside {lo:,}..{hi:,}")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in "invalid <name> value"
+    return parse
+
+
+def float_in(
+    lo: float, hi: float, *, open_lo: bool = False, open_hi: bool = False
+) -> Callable[[str], float]:
+    """A ``type=`` parser for a finite number between ``lo`` and ``hi`` (open or closed ends)."""
+    lo_text = f"({lo}" if open_lo else f"[{lo}"
+    hi_text = f"{hi})" if open_hi else f"{hi}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        below = value <= lo if open_lo else value < lo
+        above = value >= hi if open_hi else value > hi
+        if below or above:
+            raise argparse.ArgumentTypeError(f"{value} is outside {lo_text}, {hi_text}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
 
 
 def check_env_name(name: str) -> str:

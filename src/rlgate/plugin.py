@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from rlgate._validate import float_in, positive_int
 from rlgate.versions import format_versions, tested_versions
 
 pytest_plugins = ("rlgate.junit",)
@@ -79,17 +80,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="an earlier good run of the recipe (repeat: >= 5 runs define the reference band)",
     )
     group.addoption("--sync-run", type=_existing_path, help="synchronous run for async-vs-sync")
-    group.addoption("--max-steps", type=int, help="target step (default: the recipe's)")
+    group.addoption("--max-steps", type=positive_int, help="target step (default: the recipe's)")
     group.addoption("--swe-before", nargs="+", type=_existing_path, help="SWE results, base")
     group.addoption("--swe-after", nargs="+", type=_existing_path, help="SWE results, trained")
     group.addoption("--swe-dataset", type=_existing_path, help="SWE-bench Verified parquet/dir")
-    group.addoption("--swe-alpha", type=float, help="SWE gate significance level (default 0.05)")
     group.addoption(
-        "--swe-margin-pp", type=float, help="SWE gate non-inferiority margin in points (default 0)"
+        "--swe-alpha",
+        type=float_in(0, 1, open_lo=True, open_hi=True),
+        help="SWE gate significance level (default 0.05)",
+    )
+    group.addoption(
+        "--swe-margin-pp",
+        type=float_in(0, 100),
+        help="SWE gate non-inferiority margin in points (default 0)",
     )
     group.addoption(
         "--swe-max-infra-error-rate",
-        type=float,
+        type=float_in(0, 1),
         help="SWE gate: above this share of infra errors/missing instances an arm is inconclusive",
     )
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from rlgate._errors import ExitCode, MetricsError
 from rlgate.launch import JobState, LaunchBackend, Phase, backend_for
 from rlgate.manifest import RunManifest, RunStatus, load_manifest, now_utc, write_manifest
-from rlgate.metrics import load_run
+from rlgate.metrics import load_run, run_progress
 
 __all__ = [
     "INFRA_SIGNATURES",
@@ -128,24 +128,33 @@ def classify_failure(sources: Iterable[tuple[str, Sequence[str]]]) -> FailureCau
 class Progress:
     """How far a run got according to its metrics."""
 
-    last_step: int | None
+    last_step: int | None  # reached on the latest attempt with no gap from step 1
     metric: str | None  # the tag the step was read from
-    note: str = ""  # why there is no step (no event files, unreadable, no train/ tags)
+    note: str = ""  # gaps, attempts and restarts; or why there is no step at all
 
 
 def read_progress(log_dir: str | os.PathLike[str]) -> Progress:
-    """The last training step logged under ``log_dir`` (``train/loss``, else any ``train/``)."""
+    """The step a run reached under ``log_dir``, judged as ``check-run``'s completion is.
+
+    :func:`rlgate.metrics.run_progress` on ``train/loss`` (else the ``train/`` tag that got
+    furthest): the latest attempt and contiguous progress count, so a stray far step or a
+    stale earlier attempt does not make a run that stopped short look complete; gaps and
+    restarts are named in ``note``.
+    """
     try:
         run = load_run(log_dir)
     except MetricsError as exc:
         return Progress(None, None, str(exc).splitlines()[0])
-    if "train/loss" in run.series and len(run.series["train/loss"]):
-        return Progress(run.series["train/loss"].last_step, "train/loss")
-    train = [s for tag, s in run.series.items() if tag.startswith("train/") and len(s)]
-    if not train:
+    tags = (
+        ["train/loss"]
+        if len(run.series.get("train/loss", ()))
+        else [tag for tag, series in run.series.items() if tag.startswith("train/") and len(series)]
+    )
+    judged = [p for p in (run_progress(run, tag) for tag in tags) if p is not None]
+    if not judged:
         return Progress(None, None, f"no train/ metrics under {log_dir}")
-    best = max(train, key=lambda s: s.last_step)
-    return Progress(best.last_step, best.tag)
+    best = max(judged, key=lambda p: p.reached)
+    return Progress(best.reached, best.tag, best.describe())
 
 
 def judge(
@@ -155,6 +164,7 @@ def judge(
     reached = progress.last_step is not None and progress.last_step >= target
     where = (
         f"last step {progress.last_step} of {target} ({progress.metric})"
+        + (f"; {progress.note}" if progress.note else "")
         if progress.last_step is not None
         else f"no step logged ({progress.note})"
     )

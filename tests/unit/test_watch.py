@@ -134,6 +134,25 @@ class TestReadProgress:
         metrics.write_text(json.dumps({"train/reward": {"1": 0.2, "2": 0.3}, "ray/x": {"90": 1}}))
         assert read_progress(metrics) == Progress(2, "train/reward")
 
+    @pytest.mark.parametrize(
+        ("fault", "expected"),
+        [(Fault.STRAY_STEP, "missing steps"), (Fault.STALE_ATTEMPT, "stale, not counted")],
+    )
+    def test_progress_is_judged_like_check_run_completion(
+        self, tmp_path: Path, fault: Fault, expected: str
+    ) -> None:
+        """A stray far step or a stale complete attempt must not make a short run complete."""
+        profile = Profile(steps=10)
+        write_run(tmp_path / "logs", fault, seed=1, profile=profile)
+        progress = read_progress(tmp_path / "logs")
+        assert progress.last_step is not None and progress.last_step < profile.steps
+        assert expected in progress.note
+        status, code, message = judge(
+            JobState(Phase.SUCCEEDED, "exit 0"), progress, profile.steps, None
+        )
+        assert (status, code) == (RunStatus.STOPPED_SHORT, ExitCode.FAIL)
+        assert expected in message
+
     def test_progress_of_an_empty_log_dir_says_why(self, tmp_path: Path) -> None:
         progress = read_progress(tmp_path)
         assert progress.last_step is None and "no TensorBoard event files" in progress.note

@@ -162,10 +162,10 @@ def _decided(
     delta: float, p: float, ci: tuple[float, float], alpha: float, margin: float | None
 ) -> tuple[set[str], str]:
     """Verdicts the gate's rule gives for these numbers (both when the margin is unknown)."""
-    from rlgate.swe_compare import GateOptions, _decide  # the gate's one verdict rule
+    from rlgate.swe_compare import GateOptions, decide_verdict
 
     margins = (margin,) if margin is not None else (0.0, 200.0)
-    out = [_decide(delta, p, ci, "test", GateOptions(alpha=alpha, margin_pp=m)) for m in margins]
+    out = [decide_verdict(delta, p, ci, "test", GateOptions(alpha=alpha, margin_pp=m)) for m in margins]
     return {v.value for v, _ in out}, out[0][1].replace("test p", "p")
 
 

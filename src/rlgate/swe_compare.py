@@ -55,6 +55,7 @@ __all__ = [
     "SweComparison",
     "Verdict",
     "compare_arms",
+    "decide_verdict",
 ]
 
 #: Bootstrap/permutation draws: the p-value resolution is 1/draws; the cost grows with
@@ -314,9 +315,10 @@ def _test(
     return p, ci, TEST_SIGN_FLIP, CI_CLUSTER
 
 
-def _decide(
+def decide_verdict(
     delta_pp: float, p: float, ci: tuple[float, float], test: str, options: GateOptions
 ) -> tuple[Verdict, str]:
+    """The gate's one verdict rule from the numbers (the report re-applies it to check a JSON)."""
     stat = f"delta = {delta_pp:+.2f} pp, {test} p = {p:.3g}, 95% CI [{ci[0]:+.2f}, {ci[1]:+.2f}] pp"
     if p <= options.alpha and delta_pp > 0:
         return Verdict.IMPROVED, f"{stat}: improved (p <= alpha = {options.alpha})"
@@ -385,7 +387,7 @@ def compare_arms(
     delta_pp = 100.0 * (a_sum.rate - b_sum.rate)
     p, ci, test, ci_method = _test(b_sum, a_sum, options)
     errors = [c for c in inputs if c.status is CriterionStatus.ERROR]
-    verdict, why = _decide(delta_pp, p, ci, test, options)
+    verdict, why = decide_verdict(delta_pp, p, ci, test, options)
     if errors:
         verdict = Verdict.INCONCLUSIVE
         reasons = tuple(c.message for c in errors)

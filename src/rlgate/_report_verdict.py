@@ -165,7 +165,9 @@ def _decided(
     from rlgate.swe_compare import GateOptions, decide_verdict
 
     margins = (margin,) if margin is not None else (0.0, 200.0)
-    out = [decide_verdict(delta, p, ci, "test", GateOptions(alpha=alpha, margin_pp=m)) for m in margins]
+    out = [
+        decide_verdict(delta, p, ci, "test", GateOptions(alpha=alpha, margin_pp=m)) for m in margins
+    ]
     return {v.value for v, _ in out}, out[0][1].replace("test p", "p")
 
 

@@ -1,2 +1,2 @@
-# The whole suite is one pytest plugin, so `rlgate run` can load it with `-p rlgate.plugin`.
-pytest_plugins = ("rlgate.plugin",)
+# The whole suite is one pytest plugin, so `rlgate run` can load it with `-p rlgate.pytest_plugin`.
+pytest_plugins = ("rlgate.pytest_plugin",)

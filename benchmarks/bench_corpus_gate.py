@@ -16,8 +16,8 @@ import collections
 import tempfile
 from pathlib import Path
 
-from rlgate.checkplan import load_inputs, load_plan, run_gate
-from rlgate.checks import Status
+from rlgate.checks.plan import load_inputs, load_plan, run_gate
+from rlgate.core.results import Status
 from rlgate.testing.corpus import EXPECTED_CATCHES, Fault, build_corpus
 
 

@@ -9,7 +9,7 @@ Two scenarios, each written with torch's SummaryWriter into a temp dir:
    over ``--files`` ``exp_NNN/tensorboard`` dirs like a resumed run. Timed in the same
    process:
 
-   * rlgate: ``rlgate.metrics.load_run`` (framing + every header/payload CRC32C verified +
+   * rlgate: ``rlgate.runs.metrics.load_run`` (framing + every header/payload CRC32C verified +
      Event decoding + merging);
    * baseline: what NeMo RL's ``tests/json_dump_tb_logs.py`` does: one
      ``EventAccumulator(size_guidance={SCALARS: 0, TENSORS: 0})`` per file, ``Reload()``,
@@ -118,7 +118,9 @@ def main() -> None:
     parser.add_argument("--skip-accumulator", action="store_true")
     args = parser.parse_args()
 
-    from rlgate.metrics import load_run  # imported before timing: import cost is not reading cost
+    from rlgate.runs.metrics import (
+        load_run,  # imported before timing: import cost is not reading cost
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "many"

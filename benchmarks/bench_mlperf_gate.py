@@ -23,10 +23,10 @@ import itertools
 import os
 from pathlib import Path
 
-from rlgate.checkplan import GateInputs, evaluate_check, load_plan, run_gate
-from rlgate.checks import Status
-from rlgate.gate import BandSpec
-from rlgate.metrics import load_mlperf_log
+from rlgate.checks.plan import GateInputs, evaluate_check, load_plan, run_gate
+from rlgate.core.results import Status
+from rlgate.recipe.spec import BandSpec
+from rlgate.runs.metrics import load_mlperf_log
 from rlgate.testing.perturb import flatten_series, scale_series
 
 REPO = Path(__file__).resolve().parents[1]

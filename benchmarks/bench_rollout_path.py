@@ -4,7 +4,7 @@
     python benchmarks/bench_rollout_path.py --false-alarms 10 [--inject all]
 
 ``--record`` measures every recipe that lists the perf tier (tokenizer available) at the
-perf tier's configuration (``rlgate.rollout_bench.TIER_*``): ``--rounds`` rounds of
+perf tier's configuration (``rlgate.bench.rollout.TIER_*``): ``--rounds`` rounds of
 ``TIER_REPEATS`` passes, interleaved across recipes so the samples span changes of machine
 load, and writes ``benchmarks/rollout_baselines/<environment key>.json`` (entries of other
 recipes or configurations in that file are kept). ``--full`` also records the CLI
@@ -35,8 +35,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rlgate.recipes import load_recipe, recipe_files, recipe_tiers
-from rlgate.rollout_bench import (
+from rlgate.bench.gate import (
+    BaselineEntry,
+    Verdict,
+    compare_metrics,
+    environment,
+    environment_key,
+    load_baseline,
+    write_baseline,
+)
+from rlgate.bench.report import bench_summary, render_bench
+from rlgate.bench.rollout import (
     TIER_REPEATS,
     BenchInputs,
     bench_config,
@@ -51,17 +60,8 @@ from rlgate.rollout_bench import (
     tokenizer_unavailable,
     warm_up,
 )
-from rlgate.rollout_gate import (
-    BaselineEntry,
-    Verdict,
-    compare_metrics,
-    environment,
-    environment_key,
-    load_baseline,
-    write_baseline,
-)
-from rlgate.rollout_report import bench_summary, render_bench
-from rlgate.serving import serving_setup
+from rlgate.recipe.load import load_recipe, recipe_files, recipe_tiers
+from rlgate.serving.setup import serving_setup
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINES = REPO / "benchmarks" / "rollout_baselines"

@@ -23,9 +23,9 @@ import time
 import numpy as np
 from scipy import stats as sps
 
-from rlgate import stats
-from rlgate.swe_compare import GateOptions, compare_arms
-from rlgate.swebench import (
+from rlgate.swe import stats
+from rlgate.swe.compare import GateOptions, compare_arms
+from rlgate.swe.records import (
     DatasetUniverse,
     InputFormat,
     InstanceOutcome,

@@ -6,7 +6,7 @@ Layers (data flows one way): inputs → typed records (``recipes``, ``metrics``,
 → entry points (``cli``, ``plugin``).
 """
 
-from rlgate._errors import (
+from rlgate.core.errors import (
     ExitCode,
     InfraError,
     LaunchError,

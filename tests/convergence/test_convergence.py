@@ -2,14 +2,14 @@
 
 Run: ``pytest -m convergence --run-dir LOG_DIR --recipe RECIPE [--rollouts R.jsonl]
 [--max-steps N] --junitxml out.xml``. Without a run every test is skipped with a reason
-naming the missing option. See rlgate.testing.tier for how outcomes map to pytest.
+naming the missing option. See rlgate.pytest_plugin.tier for how outcomes map to pytest.
 """
 
 import pytest
 
-from rlgate.checkplan import PlannedCheck
-from rlgate.checks import CheckResult, Status, Tier
-from rlgate.testing.tier import parametrize_checks
+from rlgate.checks.plan import PlannedCheck
+from rlgate.core.results import CheckResult, Status, Tier
+from rlgate.pytest_plugin.tier import parametrize_checks
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

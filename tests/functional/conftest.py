@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.plugin import mark_tier
-from rlgate.recipes import functional_gate, load_recipe, recipe_files, recipe_tiers
-from rlgate.serving import ServingSetup, serving_setup
+from rlgate.pytest_plugin import mark_tier
+from rlgate.recipe.load import functional_gate, load_recipe, recipe_files, recipe_tiers
+from rlgate.serving.setup import ServingSetup, serving_setup
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from rlgate.contiguity import SCENARIOS, LoopContext, replay
-from rlgate.parsers import ServedParsers
-from rlgate.templates import ChatTemplate, load_tokenizer
+from rlgate.serving.contiguity import SCENARIOS, LoopContext, replay
+from rlgate.serving.parsers import ServedParsers
+from rlgate.serving.templates import ChatTemplate, load_tokenizer
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS), ids=list(SCENARIOS))

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.gym import GymChatPath, gym_package_root
-from rlgate.templates import render
+from rlgate.serving.gym import GymChatPath, gym_package_root
+from rlgate.serving.templates import render
 
 TRAINING_MODEL = {"return_token_id_information": True, "uses_reasoning_parser": True}
 ROLLOUT_FILES = [
@@ -99,7 +99,7 @@ def test_served_template_renders_gym_history(setup, name, items, tools):
     """Every recipe's template renders Gym's history: its calls, and reasoning when it thinks."""
     path = GymChatPath(setup.gym_model.config if setup.gym_model else TRAINING_MODEL)
     messages = path.vllm_messages(items, tools)
-    from rlgate.contiguity import vllm_conversation
+    from rlgate.serving.contiguity import vllm_conversation
 
     ctx = setup.loop_context(through_gym=False)
     chat_tools = [

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.cli import main
-from rlgate.compat import check_recipe_file
+from rlgate.checks.recipe import check_recipe_file
+from rlgate.cli.app import main
 
 NEMO_RL = os.environ.get("NEMO_RL_DIR")
 needs_nemo_rl = pytest.mark.skipif(not NEMO_RL, reason="set NEMO_RL_DIR to a NeMo RL checkout")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.compat import check_recipe_file
-from rlgate.findings import Severity
+from rlgate.checks.recipe import check_recipe_file
+from rlgate.recipe.findings import Severity
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = (
@@ -129,7 +129,7 @@ def test_gym_ignored_key_is_only_a_warning(tokenizers_root):
 
 
 def test_cli_exit_codes_and_json(tmp_path, tokenizers_root, capsys):
-    from rlgate.cli import main
+    from rlgate.cli.app import main
 
     def run(*args):
         code = main(["recipe", "check", *args, "--tokenizers", str(tokenizers_root)])
@@ -154,7 +154,7 @@ def test_offline_missing_tokenizer_runs_config_checks_and_exits_3(
     tmp_path, tokenizers_root, capsys, monkeypatch
 ):
     """No hub, tokenizer absent: config checks run, served checks reported as not run."""
-    from rlgate.cli import main
+    from rlgate.cli.app import main
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     empty = tmp_path / "no-tokenizers"

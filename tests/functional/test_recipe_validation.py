@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rlgate.compat import check_recipe
-from rlgate.findings import Severity
-from rlgate.recipes import functional_gate, get_path
-from rlgate.schema import check_keys
-from rlgate.serving import ServingSetup
+from rlgate.checks.recipe import check_recipe
+from rlgate.recipe.findings import Severity
+from rlgate.recipe.load import functional_gate, get_path
+from rlgate.recipe.schema import check_keys
+from rlgate.serving.setup import ServingSetup
 
 # NeMo RL's naming convention: <algo>-<model>-<nodes>n<gpus>g-<strategy...>.yaml
 NAME = re.compile(r"^(grpo|dapo|gdpo)-[a-z0-9.]+(-[a-z0-9.]+)*?-(\d+)n(\d+)g-[a-z0-9.-]+$")

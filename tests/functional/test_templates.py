@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.templates import (
+from rlgate.serving.templates import (
     ChatTemplate,
     ThinkingMode,
     ToolCallFormat,

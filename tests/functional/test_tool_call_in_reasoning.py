@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.compat import check_recipe
-from rlgate.contiguity import Turn, model_output
-from rlgate.findings import Severity
-from rlgate.parsers import ServedParsers
-from rlgate.recipes import functional_gate, load_recipe
-from rlgate.serving import TOOL_CALL_IN_THINK_SHAPES, serving_setup, tool_call_in_reasoning
-from rlgate.templates import ThinkingMode
+from rlgate.checks.recipe import check_recipe
+from rlgate.checks.served import TOOL_CALL_IN_THINK_SHAPES, tool_call_in_reasoning
+from rlgate.recipe.findings import Severity
+from rlgate.recipe.load import functional_gate, load_recipe
+from rlgate.serving.contiguity import Turn, model_output
+from rlgate.serving.parsers import ServedParsers
+from rlgate.serving.setup import serving_setup
+from rlgate.serving.templates import ThinkingMode
 
 QWEN3_THINKING = (
     Path(__file__).resolve().parents[2]

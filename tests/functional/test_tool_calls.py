@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlgate.contiguity import Call, Turn, model_output
-from rlgate.templates import ThinkingMode
+from rlgate.serving.contiguity import Call, Turn, model_output
+from rlgate.serving.templates import ThinkingMode
 
 TOOLS = [
     {

@@ -7,9 +7,9 @@ it; timing/throughput band checks need ``--band-run`` (or ``rlgate.band.runs``).
 
 import pytest
 
-from rlgate.checkplan import PlannedCheck
-from rlgate.checks import CheckResult, Status, Tier
-from rlgate.testing.tier import parametrize_checks
+from rlgate.checks.plan import PlannedCheck
+from rlgate.core.results import CheckResult, Status, Tier
+from rlgate.pytest_plugin.tier import parametrize_checks
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -4,7 +4,7 @@ Run: ``pytest -m perf tests/perf/test_rollout_path.py --tokenizers DIR
 [--benchmark-json out.json] [--junitxml out.xml]``. No run directory is needed: every recipe
 that lists the perf tier (or each ``--recipe``) is served with its real tokenizer, template,
 vLLM parsers and nemo-gym code, and a trajectory replayed from nemo-gym's shipped SWE
-rollouts, sized by the recipe, goes through it (``rlgate.rollout_bench``).
+rollouts, sized by the recipe, goes through it (``rlgate.bench.rollout``).
 
 * ``test_prompt_preparation``, ``test_gym_conversion``, ``test_parsing``: pytest-benchmark
   benchmarks, ``TIER_REPEATS`` rounds after an untimed warm-up; the numbers (totals, ratio,
@@ -35,9 +35,9 @@ from typing import Any
 
 import pytest
 
-from rlgate._errors import MetricsError, RlgateError
-from rlgate.recipes import load_recipe, recipe_files, recipe_tiers
-from rlgate.rollout_bench import (
+from rlgate.bench.gate import Verdict, compare_metric, environment, environment_key, load_baseline
+from rlgate.bench.parsing import ParseRun
+from rlgate.bench.rollout import (
     TIER_REPEATS,
     BenchInputs,
     GymRun,
@@ -52,15 +52,9 @@ from rlgate.rollout_bench import (
     tokenizer_unavailable,
     warm_up,
 )
-from rlgate.rollout_gate import (
-    Verdict,
-    compare_metric,
-    environment,
-    environment_key,
-    load_baseline,
-)
-from rlgate.rollout_parsing import ParseRun
-from rlgate.serving import serving_setup
+from rlgate.core.errors import MetricsError, RlgateError
+from rlgate.recipe.load import load_recipe, recipe_files, recipe_tiers
+from rlgate.serving.setup import serving_setup
 
 REPO = Path(__file__).resolve().parents[2]
 BASELINE_ENV = "RLGATE_ROLLOUT_BASELINES"
@@ -371,7 +365,7 @@ def test_cli_bench_rollout_writes_json_and_gates_on_it(
     """``rlgate bench rollout`` measures, writes a JSON that is a baseline of its own
     configuration, and fails (exit 1, with the numbers) against a baseline ten times faster
     than this machine."""
-    from rlgate.cli import main
+    from rlgate.cli.app import main
 
     first = tmp_path / "first.json"
     args = ["bench", "rollout", "--recipe", str(cli_recipe), "--turns", "4"]

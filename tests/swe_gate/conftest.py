@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.plugin import mark_tier
+from rlgate.pytest_plugin import mark_tier
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -15,9 +15,10 @@ three options every test is skipped and says which option is missing.
 
 import pytest
 
-from rlgate.swe_compare import Criterion, CriterionStatus, GateOptions, compare_arms
-from rlgate.swe_report import criterion_properties, instance_set_text
-from rlgate.swebench import load_arm, load_universe
+from rlgate.swe.compare import Criterion, CriterionStatus, GateOptions, compare_arms
+from rlgate.swe.readers import load_arm
+from rlgate.swe.records import load_universe
+from rlgate.swe.report import criterion_properties, instance_set_text
 
 REQUIRED = (
     ("swe_before", "--swe-before"),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.demo import REPO, DemoResult, run_demo
+from rlgate.demo.build import REPO, DemoResult, run_demo
 
 # Cheap but real: every recipe's rlgate.functional block, validated by the functional tier.
 FUNCTIONAL_SUBSET = ("-k", "test_recipe_gate_block_is_valid")

@@ -15,8 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from rlgate.launch import GYM_SUBMODULE, SiteConfig
-from rlgate.manifest import load_manifest
+from rlgate.launch.manifest import load_manifest
+from rlgate.launch.plan import GYM_SUBMODULE
+from rlgate.launch.site import SiteConfig
 
 ROOT = Path(__file__).parents[2]
 RECIPES = ROOT / "recipes"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.checkplan import GatePlan, load_plan
-from rlgate.metrics import RunMetrics, load_mlperf_log
+from rlgate.checks.plan import GatePlan, load_plan
+from rlgate.runs.metrics import RunMetrics, load_mlperf_log
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MLPERF_DIR = Path(

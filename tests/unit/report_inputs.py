@@ -3,10 +3,10 @@
 * pytest JUnit: a small test tree run by a real ``python -m pytest --junitxml`` subprocess
   (xunit1, ``record_property``), laid out as ``tests/<tier>/test_*.py`` like rlgate's tiers;
 * check-run JSON + JUnit: the fault corpus (``rlgate.testing.corpus``) gated by
-  ``rlgate.checkplan`` exactly as ``rlgate check-run`` does;
-* swe compare JSON + JUnit: per-instance maps from ``rlgate.demo.write_demo_swe`` over the
-  bundled 500 Verified ids, compared by ``rlgate.swe_compare`` and rendered by
-  ``rlgate.swe_report``, exactly as ``rlgate swe compare`` does.
+  ``rlgate.checks.plan`` exactly as ``rlgate check-run`` does;
+* swe compare JSON + JUnit: per-instance maps from ``rlgate.demo.build.write_demo_swe`` over the
+  bundled 500 Verified ids, compared by ``rlgate.swe.compare`` and rendered by
+  ``rlgate.swe.report``, exactly as ``rlgate swe compare`` does.
 
 Only which outcome each input has is chosen here; formats and decisions are the libraries'.
 """
@@ -25,12 +25,13 @@ from pathlib import Path
 
 from corpus_build import corpus
 
-from rlgate._io import write_json_atomic, write_text_atomic
-from rlgate.checkplan import load_inputs, load_plan, render_junit, run_gate
-from rlgate.demo import BUNDLED_INSTANCES, write_demo_swe
-from rlgate.swe_compare import GateOptions, compare_arms
-from rlgate.swe_report import build_swe_junit, comparison_to_dict
-from rlgate.swebench import load_arm, load_universe
+from rlgate.checks.plan import load_inputs, load_plan, render_junit, run_gate
+from rlgate.core.io import write_json_atomic, write_text_atomic
+from rlgate.demo.build import BUNDLED_INSTANCES, write_demo_swe
+from rlgate.swe.compare import GateOptions, compare_arms
+from rlgate.swe.readers import load_arm
+from rlgate.swe.records import load_universe
+from rlgate.swe.report import build_swe_junit, comparison_to_dict
 from rlgate.testing.corpus import Fault
 
 
@@ -110,7 +111,7 @@ def pytest_junit(name: str, files: dict[str, str], *, plugin: bool = False) -> P
     out = root / "junit.xml"
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-         *(["-p", "rlgate.plugin"] if plugin else []), "--junitxml", str(out), "tests"],
+         *(["-p", "rlgate.pytest_plugin"] if plugin else []), "--junitxml", str(out), "tests"],
         cwd=root, capture_output=True, check=False, timeout=120,
     )  # fmt: skip
     assert out.is_file(), f"pytest wrote no JUnit for {name}"

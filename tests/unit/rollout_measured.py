@@ -11,15 +11,9 @@ from __future__ import annotations
 
 import itertools
 
-from rlgate.recipes import load_recipe
-from rlgate.rollout_bench import (
-    BenchConfig,
-    ClusterShape,
-    GymRun,
-    PromptRun,
-    RolloutBench,
-)
-from rlgate.rollout_parsing import ParseRun
+from rlgate.bench.parsing import ParseRun
+from rlgate.bench.rollout import BenchConfig, ClusterShape, GymRun, PromptRun, RolloutBench
+from rlgate.recipe.load import load_recipe
 
 PROMPT_TOKENS = (
     9396, 10000, 10587, 11029, 11640, 12184, 12735, 13322, 14139, 15452, 15814, 16498,

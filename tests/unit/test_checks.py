@@ -1,4 +1,5 @@
-"""rlgate.checks: the check_metrics condition language (parsed, never eval'd) and its reducers.
+"""The check_metrics condition language (rlgate.recipe.conditions, never eval'd) and its reducers
+(rlgate.checks.conditions).
 
 The evaluator is cross-checked against ``reference_*`` below: a re-implementation written
 from check_metrics' *documented* semantics (shared/reference/nemo-rl.md §1.5: steps are
@@ -21,20 +22,24 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from rlgate._errors import RecipeError
-from rlgate.checks import (
-    CheckResult,
+from rlgate.checks.conditions import evaluate_condition
+from rlgate.core.errors import RecipeError
+from rlgate.core.results import CheckResult, Status, Tier
+from rlgate.recipe.conditions import (
     ConditionSyntaxError,
     Op,
     Reducer,
     SeriesCall,
-    Status,
     StepIndex,
-    Tier,
-    evaluate_condition,
     parse_condition,
 )
-from rlgate.metrics import MetricSeries, RunMetrics, SourceKind, load_mlperf_log, to_metrics_json
+from rlgate.runs.metrics import (
+    MetricSeries,
+    RunMetrics,
+    SourceKind,
+    load_mlperf_log,
+    to_metrics_json,
+)
 
 MLPERF = Path(
     os.environ.get(

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.cli import main, split_configs_and_overrides, worst_exit_code
+from rlgate.cli.app import main, split_configs_and_overrides, worst_exit_code
 
 
 class TestVersionsCommand:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.cli import main
-from rlgate.rollout_gate import environment
+from rlgate.bench.gate import environment
+from rlgate.cli.app import main
 
 REPO = Path(__file__).resolve().parents[2]
 LONG = str(

@@ -2,8 +2,8 @@
 
 import pytest
 
-from rlgate._errors import ExitCode, SweError
-from rlgate.cli import _Exit, _handle_errors, main
+from rlgate.cli.app import _Exit, _handle_errors, main
+from rlgate.core.errors import ExitCode, SweError
 
 
 class TestHandleErrors:

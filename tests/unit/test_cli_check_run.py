@@ -10,7 +10,7 @@ import pytest
 from corpus_build import corpus
 from mlperf_runs import RECIPE, mlperf_path
 
-from rlgate.cli import main
+from rlgate.cli.app import main
 from rlgate.testing.corpus import EXPECTED_CATCHES, Fault
 
 

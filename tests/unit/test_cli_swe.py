@@ -10,9 +10,9 @@ import pytest
 import swe_inputs as si
 from junitparser import JUnitXml
 
-from rlgate._io import SCHEMA_VERSION
-from rlgate.cli import main
-from rlgate.swebench import VERIFIED_IDS_SHA256
+from rlgate.cli.app import main
+from rlgate.core.io import SCHEMA_VERSION
+from rlgate.swe.records import VERIFIED_IDS_SHA256
 
 CLI_SEED = 11
 
@@ -252,7 +252,10 @@ class TestSweJunitIsValidXml:
 
 def test_cli_bounds_equal_the_library_bounds():
     """_cli_swe keeps literal copies (no numpy/scipy import at CLI start-up); they must agree."""
-    from rlgate import _cli_swe, harness, stats, swe_compare, swebench
+    from rlgate.cli import swe as _cli_swe
+    from rlgate.swe import compare as swe_compare
+    from rlgate.swe import harness, stats
+    from rlgate.swe import records as swebench
 
     assert (_cli_swe.MIN_RESAMPLES, _cli_swe.MAX_RESAMPLES, _cli_swe.MAX_SEED) == (
         swe_compare.MIN_RESAMPLES,

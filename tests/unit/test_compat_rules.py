@@ -1,4 +1,4 @@
-"""rlgate.compat's config rules, each against the NeMo RL code it cites (7ea279a).
+"""rlgate.checks.recipe_rules's config rules, each against the NeMo RL code it cites (7ea279a).
 
 These run on in-memory configs: no tokenizer, no vLLM. Each rule is tested on both sides
 of the condition NeMo RL asserts, and the message must name the file and function.
@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlgate import compat
-from rlgate.findings import Finding, Severity
-from rlgate.recipes import Recipe, Unresolved
+from rlgate.checks import recipe_rules
+from rlgate.checks.recipe import CONFIG_CHECKS
+from rlgate.recipe.findings import Finding, Severity
+from rlgate.recipe.load import Recipe, Unresolved
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -93,7 +94,7 @@ class TestBatchSize:
     """grpo.py: equality only under force_on_policy_ratio; otherwise a multiple."""
 
     def test_on_policy_ratio_requires_equality(self):
-        findings = compat.check_batch(
+        findings = recipe_rules.check_batch(
             _with(loss_fn__force_on_policy_ratio=True, policy__train_global_batch_size=128)
         )
         f = _one(findings, "batch-size-on-policy")
@@ -101,27 +102,27 @@ class TestBatchSize:
         assert "32 x 16 = 512" in f.message and "128" in f.message
 
     def test_on_policy_ratio_with_equal_sizes_passes(self):
-        findings = compat.check_batch(
+        findings = recipe_rules.check_batch(
             _with(loss_fn__force_on_policy_ratio=True, policy__train_global_batch_size=512)
         )
         assert findings == []
 
     def test_smaller_global_batch_is_several_optimizer_steps_not_an_error(self):
         # NeMo RL's grpo_math_8B.yaml: 64 x 32 prompts x generations in global batches of 512.
-        findings = compat.check_batch(_with(policy__train_global_batch_size=128))
+        findings = recipe_rules.check_batch(_with(policy__train_global_batch_size=128))
         assert _codes(findings) == set()
         info = _one(findings, "batch-size")
         assert info.severity is INFO and "4 optimizer steps per GRPO step" in info.message
 
     def test_global_batch_that_does_not_divide_the_step_is_an_error(self):
-        findings = compat.check_batch(_with(policy__train_global_batch_size=48))
+        findings = recipe_rules.check_batch(_with(policy__train_global_batch_size=48))
         f = _one(findings, "batch-size-multiple")
         assert f.severity is ERROR
         assert "BatchedDataDict.shard_by_batch_size" in f.message
         assert "not a multiple of batch_size (48)" in f.message
 
     def test_global_batch_larger_than_the_step_is_an_error(self):
-        findings = compat.check_batch(_with(policy__train_global_batch_size=1024))
+        findings = recipe_rules.check_batch(_with(policy__train_global_batch_size=1024))
         assert _codes(findings) == {"batch-size-multiple"}
 
 
@@ -139,9 +140,9 @@ class TestTopology:
         )
 
     def test_valid_splits_pass(self):
-        assert compat.check_topology(self._noncolocated(4, 2, 8)) == []
-        assert compat.check_topology(self._noncolocated(1, None, 4)) == []
-        assert compat.check_topology(_with()) == []
+        assert recipe_rules.check_topology(self._noncolocated(4, 2, 8)) == []
+        assert recipe_rules.check_topology(self._noncolocated(1, None, 4)) == []
+        assert recipe_rules.check_topology(_with()) == []
 
     @pytest.mark.parametrize(
         ("nodes", "gen_nodes", "gen_gpn", "code"),
@@ -155,7 +156,7 @@ class TestTopology:
         ],
     )
     def test_each_assert_of_setup(self, nodes, gen_nodes, gen_gpn, code):
-        findings = compat.check_topology(self._noncolocated(nodes, gen_nodes, gen_gpn))
+        findings = recipe_rules.check_topology(self._noncolocated(nodes, gen_nodes, gen_gpn))
         assert code in _codes(findings), findings
         assert all("grpo.py::setup" in f.message for f in findings)
 
@@ -164,8 +165,8 @@ class TestTopology:
         recipe.config["data"] = {"train": {"env_name": "reward_model"}}
         recipe.config["env"]["reward_model"] = {"resources": {"num_nodes": 2, "gpus_per_node": 8}}
         # 3 nodes - 2 reward-model nodes = 1 policy node: the single-node rules apply.
-        assert "topology-single-node" not in _codes(compat.check_topology(recipe))
-        assert "topology-train-gpus" in _codes(compat.check_topology(recipe))
+        assert "topology-single-node" not in _codes(recipe_rules.check_topology(recipe))
+        assert "topology-train-gpus" in _codes(recipe_rules.check_topology(recipe))
 
 
 class TestAsyncAndGym:
@@ -181,53 +182,55 @@ class TestAsyncAndGym:
         return recipe
 
     def test_valid_async_gym_config_passes(self):
-        assert _codes(compat.check_async(self._gym_async())) == set()
+        assert _codes(recipe_rules.check_async(self._gym_async())) == set()
 
     def test_async_needs_importance_sampling_default_is_false(self):
         recipe = self._gym_async()
         del recipe.config["loss_fn"]["use_importance_sampling_correction"]
-        f = _one(compat.check_async(recipe), "async-importance-sampling")
+        f = _one(recipe_rules.check_async(recipe), "async-importance-sampling")
         assert "grpo.py::async_grpo_train" in f.message
 
     def test_async_engine_is_forced_on_the_gym_path_only(self):
-        assert "async-engine" not in _codes(compat.check_async(self._gym_async()))
+        assert "async-engine" not in _codes(recipe_rules.check_async(self._gym_async()))
         recipe = self._gym_async(env__should_use_nemo_gym=False)
-        f = _one(compat.check_async(recipe), "async-engine")
+        f = _one(recipe_rules.check_async(recipe), "async-engine")
         assert "should_use_async_rollouts" in f.message
 
     def test_dynamo_in_flight_updates_refused_in_setup_even_when_sync(self):
         recipe = _with(
             policy__generation__backend="dynamo", grpo__async_grpo__in_flight_weight_updates=True
         )
-        f = _one(compat.check_async(recipe), "dynamo-inflight")
+        f = _one(recipe_rules.check_async(recipe), "dynamo-inflight")
         assert "grpo.py::setup raises ValueError" in f.message
 
     @pytest.mark.parametrize(
         ("top_k", "error"), [(None, False), (0, False), (20, True), (-1, True)]
     )
     def test_gym_top_k_follows_the_rollout_assert(self, top_k, error):
-        findings = compat.check_async(self._gym_async(policy__generation__top_k=top_k))
+        findings = recipe_rules.check_async(self._gym_async(policy__generation__top_k=top_k))
         assert ("gym-top-k" in _codes(findings)) is error
 
     @pytest.mark.parametrize(("val_top_k", "error"), [(None, False), (0, False), (5, True)])
     def test_gym_val_top_k(self, val_top_k, error):
-        findings = compat.check_sampling(self._gym_async(policy__generation__val_top_k=val_top_k))
+        findings = recipe_rules.check_sampling(
+            self._gym_async(policy__generation__val_top_k=val_top_k)
+        )
         assert ("gym-val-top-k" in _codes(findings)) is error
 
     def test_val_sampling_override_only_on_vllm_gym(self):
         on_gym = self._gym_async(policy__generation__val_top_p=0.9)
-        assert _codes(compat.check_sampling(on_gym)) == set()
+        assert _codes(recipe_rules.check_sampling(on_gym)) == set()
         sync = _with(policy__generation__val_temperature=0.6)
-        f = _one(compat.check_sampling(sync), "val-sampling")
+        f = _one(recipe_rules.check_sampling(sync), "val-sampling")
         assert f.severity is ERROR and "grpo.py::setup" in f.message
 
     def test_greedy_training_is_a_warning_not_an_assert(self):
-        findings = compat.check_sampling(self._gym_async(policy__generation__temperature=0))
+        findings = recipe_rules.check_sampling(self._gym_async(policy__generation__temperature=0))
         assert _codes(findings) == set() and _codes(findings, WARNING) == {"greedy-sampling"}
 
     def test_async_unsupported_names_the_entry_point(self):
         f = _one(
-            compat.check_async(self._gym_async(grpo__use_dynamic_sampling=True)),
+            recipe_rules.check_async(self._gym_async(grpo__use_dynamic_sampling=True)),
             "async-unsupported",
         )
         assert "run_grpo_nemo_gym.py::main raises NotImplementedError" in f.message
@@ -245,12 +248,12 @@ class TestRanges:
         ],
     )
     def test_counts_below_one_are_errors(self, key, value):
-        findings = compat.check_ranges(_recipe(_set(_base(), key, value)))
+        findings = recipe_rules.check_ranges(_recipe(_set(_base(), key, value)))
         f = _one(findings, "value-range")
         assert f.severity is ERROR and f.key == key and f"={value} must be >= 1" in f.message
 
     def test_valid_counts_pass(self):
-        assert compat.check_ranges(_with()) == []
+        assert recipe_rules.check_ranges(_with()) == []
 
 
 class TestInterpolations:
@@ -262,7 +265,7 @@ class TestInterpolations:
                 Unresolved("b", "${oc.env:X}", "Environment variable 'X' not found", "env"),
             ),
         )
-        findings = compat.check_unresolved(recipe)
+        findings = recipe_rules.check_unresolved(recipe)
         assert _codes(findings) == {"unresolvable-interpolation"}
         assert _codes(findings, WARNING) == {"unresolved-interpolation"}
 
@@ -306,7 +309,7 @@ def test_config_checks_never_crash_on_junk_values(replacements):
     for path, value in replacements:
         _set(cfg, path, value)
     recipe = _recipe(cfg)
-    for name, check in compat.CONFIG_CHECKS:
+    for name, check in CONFIG_CHECKS:
         if name in ("keys", "gym"):
             continue  # schema and nemo-gym have their own tests
         findings = check(recipe)

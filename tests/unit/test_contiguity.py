@@ -1,8 +1,8 @@
-"""rlgate.contiguity: the pure pieces (NeMo RL's EOS-count splice, divergence reporting)."""
+"""rlgate.serving.contiguity: the pure pieces (NeMo RL's EOS-count splice, divergence reporting)."""
 
 from __future__ import annotations
 
-from rlgate.contiguity import SCENARIOS, splice_prefix
+from rlgate.serving.contiguity import SCENARIOS, splice_prefix
 
 EOS = 2
 

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 from mlperf_runs import BATCH_SIZES, SEEDS, mlperf_plan, mlperf_run
 
-from rlgate.checks import Status
-from rlgate.convergence import (
+from rlgate.checks.convergence import (
     evaluate_agentic,
     evaluate_completion,
     evaluate_finite,
@@ -22,8 +21,10 @@ from rlgate.convergence import (
     evaluate_reward_improvement,
     evaluate_reward_positive,
 )
-from rlgate.gate import AgenticSpec, CompletionSpec, RewardSpec, RewardTest, RunContext
-from rlgate.metrics import MetricSeries, RunMetrics, SourceKind, StepAnomaly
+from rlgate.core.results import Status
+from rlgate.recipe.facts import RunContext
+from rlgate.recipe.spec import AgenticSpec, CompletionSpec, RewardSpec, RewardTest
+from rlgate.runs.metrics import MetricSeries, RunMetrics, SourceKind, StepAnomaly
 from rlgate.testing.perturb import flatten_series
 
 TURNS = "train/turns_per_sample"

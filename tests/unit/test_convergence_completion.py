@@ -17,10 +17,11 @@ import pytest
 from mlperf_runs import BATCH_SIZES, SEEDS, mlperf_path, mlperf_plan
 from torch.utils.tensorboard import SummaryWriter
 
-from rlgate.checks import Status
-from rlgate.convergence import evaluate_completion
-from rlgate.gate import CompletionSpec, RunContext
-from rlgate.metrics import load_mlperf_log, load_run
+from rlgate.checks.convergence import evaluate_completion
+from rlgate.core.results import Status
+from rlgate.recipe.facts import RunContext
+from rlgate.recipe.spec import CompletionSpec
+from rlgate.runs.metrics import load_mlperf_log, load_run
 
 CTX = RunContext("r", target_step=50)
 

@@ -36,7 +36,7 @@ def run_tiers(tmp_path: Path, *args: str) -> dict[str, TestCase]:
         str(out),
         *args,
     ]
-    # The tiers need only rlgate.plugin (via conftest); third-party plugins just cost startup.
+    # The tiers need only rlgate.pytest_plugin (via conftest); other plugins just cost startup.
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert out.is_file(), proc.stdout + proc.stderr

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from corpus_build import corpus
 
-from rlgate.checkplan import GateInputs, GatePlan, GateReport, load_inputs, load_plan, run_gate
-from rlgate.checks import Status
-from rlgate.metrics import load_run, load_tensorboard_dir, to_metrics_json
+from rlgate.checks.plan import GateInputs, GatePlan, GateReport, load_inputs, load_plan, run_gate
+from rlgate.core.results import Status
+from rlgate.runs.metrics import load_run, load_tensorboard_dir, to_metrics_json
 from rlgate.testing.corpus import (
     EXPECTED_CATCHES,
     EXPECTED_ROLLOUT_CATCHES,

@@ -10,10 +10,10 @@ import pytest
 from demo_build import FUNCTIONAL_SUBSET, demo_with_functional, demo_without_functional
 from demo_build import tokenizer_root as demo_tokenizers
 
-from rlgate._errors import RlgateError
-from rlgate.demo import BUNDLED_INSTANCES, DEMO_RECIPE, INPUTS, run_demo, write_demo_swe
-from rlgate.report import BlockerKind, CaseStatus, ReleaseTier, Verdict, prepare_out_dir
-from rlgate.swebench import load_universe
+from rlgate.core.errors import RlgateError
+from rlgate.demo.build import BUNDLED_INSTANCES, DEMO_RECIPE, INPUTS, run_demo, write_demo_swe
+from rlgate.report.build import BlockerKind, CaseStatus, ReleaseTier, Verdict, prepare_out_dir
+from rlgate.swe.records import load_universe
 
 
 class TestDemoWithoutTokenizers:

@@ -1,4 +1,4 @@
-"""rlgate.gate: validating a recipe's rlgate block, and the run context from its NeMo RL config."""
+"""rlgate.recipe.spec and facts: the rlgate block validated, the run context from the config."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import pytest
 import yaml
 from mlperf_runs import RECIPE
 
-from rlgate._errors import RecipeError
-from rlgate.checks import Op, Reducer, StepIndex
-from rlgate.gate import BandMethod, Direction, RewardTest, context_from_config, parse_gate
-from rlgate.recipes import load_recipe
+from rlgate.core.errors import RecipeError
+from rlgate.recipe.conditions import Op, Reducer, StepIndex
+from rlgate.recipe.facts import context_from_config
+from rlgate.recipe.load import load_recipe
+from rlgate.recipe.spec import BandMethod, Direction, RewardTest, parse_gate
 
 
 def raw_gate(path: Path = RECIPE) -> dict:

@@ -1,4 +1,4 @@
-"""rlgate.gym: Gym's config merge and key validation, against the installed nemo-gym."""
+"""rlgate.serving.gym: Gym's config merge and key validation, against the installed nemo-gym."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from rlgate._errors import RecipeError
-from rlgate.gym import GymServer, check_server_keys, gym_servers, vllm_model_config
+from rlgate.core.errors import RecipeError
+from rlgate.serving.gym import GymServer, check_server_keys, gym_servers, vllm_model_config
 
 PATHS = [
     "responses_api_models/vllm_model/configs/vllm_model_for_training.yaml",

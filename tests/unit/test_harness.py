@@ -1,4 +1,4 @@
-"""rlgate.harness: argv checked by swebench's own parser, fail-fast prechecks, real grading.
+"""rlgate.swe.harness: argv checked by swebench's own parser, fail-fast prechecks, real grading.
 
 No Docker daemon exists here, so running the harness cannot be exercised; what
 can be is: the command line (parsed by swebench 5.0.2's own argparse, so a flag
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import swe_inputs as si
 
-from rlgate import harness
-from rlgate._errors import InfraError, SweError
+from rlgate.core.errors import InfraError, SweError
+from rlgate.swe import harness
 
 UNREACHABLE = "unix:///nonexistent/rlgate-test/docker.sock"
 
@@ -257,7 +257,8 @@ class TestInfraClassification:
 
 class TestFinalReportWriter:
     def test_write_final_report_matches_the_rlgate_reader(self, failed_run):
-        from rlgate.swebench import Outcome, load_runs, load_universe
+        from rlgate.swe.readers import load_runs
+        from rlgate.swe.records import Outcome, load_universe
 
         (run,) = load_runs(failed_run.final_report, load_universe(si.DATASET))
         assert run.outcomes["pytest-dev__pytest-5262"].outcome is Outcome.RESOLVED
@@ -267,7 +268,8 @@ class TestFinalReportWriter:
 
 class TestCollectAndFinalize:
     def test_collect_attempt_then_finalize_gives_a_run_dir_compare_can_read(self, tmp_path):
-        from rlgate.swebench import Outcome, load_runs, load_universe
+        from rlgate.swe.readers import load_runs
+        from rlgate.swe.records import Outcome, load_universe
 
         ids = ["django__django-11099", "sympy__sympy-20590", "psf__requests-2317"]
         kinds = [si.RESOLVED, si.DOCKER_ERROR, si.PATCH_FAILED]

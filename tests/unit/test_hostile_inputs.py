@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from report_inputs import check_run, functional_passing, swe
 from swe_inputs import DATASET
 
-from rlgate.cli import main
+from rlgate.cli.app import main
 from rlgate.testing.corpus import Fault
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from rlgate._errors import RlgateError
-from rlgate._io import (
+from rlgate.core.errors import RlgateError
+from rlgate.core.io import (
     SCHEMA_VERSION,
     read_json,
     read_text,

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from rlgate.junit import format_value
+from rlgate.core.junit import format_value
 
 
 class TestFormatValue:

@@ -23,20 +23,13 @@ from launch_fixtures import (
     wait_for,
 )
 
-from rlgate._errors import LaunchError, RecipeError
-from rlgate.cli import main
-from rlgate.launch import (
-    DEFAULT_ENTRYPOINT,
-    Phase,
-    SiteConfig,
-    backend_for,
-    launch,
-    load_site_config,
-    plan_launch,
-    read_git_info,
-)
-from rlgate.manifest import MANIFEST_NAME, Backend, RunStatus, load_manifest
-from rlgate.watch import watch_run
+from rlgate.cli.app import main
+from rlgate.core.errors import LaunchError, RecipeError
+from rlgate.launch.job import Phase
+from rlgate.launch.manifest import MANIFEST_NAME, Backend, RunStatus, load_manifest
+from rlgate.launch.plan import DEFAULT_ENTRYPOINT, backend_for, launch, plan_launch, read_git_info
+from rlgate.launch.site import SiteConfig, load_site_config
+from rlgate.launch.watch import watch_run
 
 ROOT = Path(__file__).parents[2]
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from launch_fixtures import ROOT, STANDIN, TARGET, swe_env
 
-from rlgate.cli import build_parser
+from rlgate.cli.app import build_parser
 
 SCRIPTS = ROOT / "ci" / "scripts"
 JOB_SCRIPTS = {"ci/scripts/nightly_convergence.sh", "ci/scripts/release_gate.sh"}

@@ -25,8 +25,8 @@ from launch_fixtures import (
     swe_env,
 )
 
-from rlgate.cli import main
-from rlgate.launch import SiteConfig
+from rlgate.cli.app import main
+from rlgate.launch.site import SiteConfig
 
 
 def tokenizer_root(config: pytest.Config) -> str:

@@ -27,12 +27,13 @@ import pytest
 import ray
 from launch_fixtures import ONE_NODE, STANDIN, TARGET, swe_env
 
-from rlgate._errors import ExitCode, InfraError
-from rlgate.cli import main
-from rlgate.launch import RaySite, SiteConfig, backend_for, launch, plan_launch
-from rlgate.launch_ray import RayBackend, submission_id
-from rlgate.manifest import Backend, RunStatus, load_manifest
-from rlgate.watch import watch_run
+from rlgate.cli.app import main
+from rlgate.core.errors import ExitCode, InfraError
+from rlgate.launch.manifest import Backend, RunStatus, load_manifest
+from rlgate.launch.plan import backend_for, launch, plan_launch
+from rlgate.launch.ray_jobs import RayBackend, submission_id
+from rlgate.launch.site import RaySite, SiteConfig
+from rlgate.launch.watch import watch_run
 
 
 def free_port() -> int:

@@ -1,7 +1,7 @@
 """No input becomes shell code: the generated scripts are run with hostile names and values.
 
 Every script rlgate generates (the local wrapper, the Slurm submission ``sbatch.sh``, the
-driver command) goes through :mod:`rlgate._shell`. The proof here is behavioural: a recipe
+driver command) goes through :mod:`rlgate.launch.shell`. The proof here is behavioural: a recipe
 whose *file name* carries a command (after a newline, ``;``, ``$(...)``, backticks, quotes, a
 carriage return or a Unicode line separator) and a site ``env:`` value that does the same are
 launched for real (local backend) or their sbatch script is executed with a stand-in
@@ -29,12 +29,12 @@ from launch_fixtures import (
     wait_for,
 )
 
-from rlgate._errors import LaunchError
-from rlgate._shell import Line, Words, code, comment, export, require_env, script
-from rlgate.launch import backend_for, launch, plan_launch
-from rlgate.launch_site import SiteConfig
-from rlgate.launch_slurm import render_sbatch_script
-from rlgate.manifest import Backend
+from rlgate.core.errors import LaunchError
+from rlgate.launch.manifest import Backend
+from rlgate.launch.plan import backend_for, launch, plan_launch
+from rlgate.launch.shell import Line, Words, code, comment, export, require_env, script
+from rlgate.launch.site import SiteConfig
+from rlgate.launch.slurm import render_sbatch_script
 
 MARKER = "PWNED"
 HOSTILE_NAMES = {

@@ -18,17 +18,18 @@ import pytest
 import yaml
 from launch_fixtures import STANDIN, TARGET, nemo_rl_checkout, slurm_site
 
-from rlgate._errors import LaunchError
-from rlgate.cli import main
-from rlgate.launch import launch, load_site_config, plan_launch
-from rlgate.launch_slurm import (
+from rlgate.cli.app import main
+from rlgate.core.errors import LaunchError
+from rlgate.launch.manifest import Backend, load_manifest
+from rlgate.launch.plan import launch, plan_launch
+from rlgate.launch.site import load_site_config
+from rlgate.launch.slurm import (
     format_time_limit,
     parse_job_ids,
     parse_sacct,
     parse_squeue,
     render_sbatch_script,
 )
-from rlgate.manifest import Backend, load_manifest
 
 
 @pytest.fixture

@@ -1,56 +1,67 @@
-"""The package's one-way layering, checked on the source (style guide convention 1).
+"""The architecture's import contracts (pyproject ``[tool.importlinter]``), checked and proven.
 
-Pure modules (records and logic) never start processes or talk to Docker, Ray or NeMo RL;
-vLLM is reached only through ``rlgate.parsers``; nothing imports the CLI.
+``lint-imports`` holds the contracts: layers with imports pointing down only, pure modules
+that start no process and touch no Docker, Ray or NeMo RL, and vLLM reached only through
+``rlgate.serving.parsers``. The tests run it on the source, and on a copy of the source with
+one violation planted per contract, which it must report.
 """
 
 from __future__ import annotations
 
-import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parents[2] / "src" / "rlgate"
-PURE = [
-    "recipes", "schema", "findings", "templates", "parsers", "gym", "serving", "contiguity",
-    "compat", "metrics", "_tfrecord", "checks", "gate", "convergence", "perf", "rollouts",
-    "checkplan", "stats", "swebench", "_swe_formats", "swe_compare", "swe_report",
-    "_report_verdict", "_report_inputs", "_report_story", "plots", "budget", "manifest",
-    "rollout_bench", "rollout_trajectory", "rollout_parsing", "rollout_gate", "rollout_report",
-]  # fmt: skip
-EFFECTS = {"subprocess", "docker", "ray", "nemo_rl"}
+ROOT = Path(__file__).resolve().parents[2]
+LINT = Path(sys.executable).with_name("lint-imports")
 
 
-def _imports(module: str) -> set[str]:
-    tree = ast.parse((PKG / f"{module}.py").read_text())
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
+def _lint(src: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    return subprocess.run(
+        [str(LINT), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
 
 
-def _top(names: set[str]) -> set[str]:
-    return {n.split(".")[0] for n in names}
+def test_the_source_keeps_every_contract():
+    result = _lint(ROOT / "src")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
 
 
-@pytest.mark.parametrize("module", PURE, ids=PURE)
-def test_pure_module_has_no_effects(module):
-    assert not _top(_imports(module)) & EFFECTS
-
-
-def test_only_parsers_imports_vllm():
-    users = sorted(p.stem for p in PKG.rglob("*.py") if "vllm" in _top(_imports_path(p)))
-    assert users == ["parsers"], users
-
-
-def test_nothing_imports_the_cli():
-    users = sorted(p.stem for p in PKG.rglob("*.py") if "rlgate.cli" in _imports_path(p))
-    assert users == [], users
-
-
-def _imports_path(path: Path) -> set[str]:
-    return _imports(str(path.relative_to(PKG).with_suffix("")))
+@pytest.mark.parametrize(
+    ("module", "line", "contract"),
+    [
+        ("core/_planted.py", "import rlgate.cli", "Layers: every import points down"),
+        ("recipe/_planted.py", "import rlgate.report.build", "Layers: every import points down"),
+        ("checks/_planted.py", "import subprocess", "Pure modules start no process"),
+        ("recipe/_planted.py", "import torch", "Pure modules start no process"),
+        ("runs/_planted.py", "import ray", "Pure modules start no process"),
+        ("report/_planted.py", "import vllm", "vLLM is reached only through"),
+    ],
+    ids=[
+        "core_imports_cli",
+        "recipe_imports_report",
+        "check_spawns",
+        "recipe_uses_torch",
+        "reader_uses_ray",
+        "vllm",
+    ],
+)
+def test_a_planted_violation_breaks_its_contract(tmp_path, module, line, contract):
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "rlgate", src / "rlgate", ignore=shutil.ignore_patterns("data"))
+    (src / "rlgate" / module).write_text(f'"""Planted."""\n\n{line}\n')
+    result = _lint(src)
+    assert result.returncode != 0
+    assert f"{contract}" in result.stdout and "BROKEN" in result.stdout, result.stdout
+    assert module.replace("/", ".").removesuffix(".py") in result.stdout

@@ -1,4 +1,4 @@
-"""rlgate.metrics and its TFRecord reader, on files written by the real writers.
+"""rlgate.runs.metrics and its TFRecord reader, on files written by the real writers.
 
 Event files come from ``torch.utils.tensorboard.SummaryWriter`` (what NeMo RL's logger uses);
 the reference for what they contain is tensorboard's own ``EventAccumulator`` (what NeMo RL's
@@ -20,9 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils.tensorboard import SummaryWriter
 
-from rlgate._errors import MetricsError
-from rlgate._tfrecord import _masked_crc_rows, crc32c, masked_crc32c, read_event_file
-from rlgate.metrics import (
+from rlgate.core.errors import MetricsError
+from rlgate.runs.metrics import (
     MLPERF_TAGS,
     SourceKind,
     load_metrics_json,
@@ -31,6 +30,7 @@ from rlgate.metrics import (
     load_tensorboard_dir,
     to_metrics_json,
 )
+from rlgate.runs.tfrecord import _masked_crc_rows, crc32c, masked_crc32c, read_event_file
 
 MLPERF = Path(
     os.environ.get(
@@ -380,7 +380,7 @@ class TestStreamingReader:
     def test_small_blocks_read_the_same_as_one_block(
         self, two_exp_run: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        import rlgate._tfrecord as tfrecord
+        import rlgate.runs.tfrecord as tfrecord
 
         whole = to_metrics_json(load_tensorboard_dir(two_exp_run))
         monkeypatch.setattr(tfrecord, "BLOCK", 64)  # refill at almost every record

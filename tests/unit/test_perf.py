@@ -15,11 +15,7 @@ import numpy as np
 import pytest
 from mlperf_runs import BATCH_SIZES, SEEDS, mlperf_plan, mlperf_run
 
-from rlgate.checkplan import GateInputs, evaluate_check
-from rlgate.checks import Status, Tier
-from rlgate.gate import Direction
-from rlgate.metrics import MetricSeries
-from rlgate.perf import (
+from rlgate.checks.perf import (
     Band,
     build_band,
     compare_async_vs_sync,
@@ -31,6 +27,10 @@ from rlgate.perf import (
     steady_state,
     tier_for_metric,
 )
+from rlgate.checks.plan import GateInputs, evaluate_check
+from rlgate.core.results import Status, Tier
+from rlgate.recipe.spec import Direction
+from rlgate.runs.metrics import MetricSeries
 from rlgate.testing.perturb import flatten_series, scale_series
 
 STEP_TIME = "timing/train/total_step_time"

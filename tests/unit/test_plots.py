@@ -8,9 +8,9 @@ import report_inputs as ri
 from corpus_build import corpus
 from PIL import Image
 
-from rlgate._report_inputs import load_run_doc, load_swe_doc
-from rlgate.metrics import load_run
-from rlgate.plots import render_all, value_bounds, wilson_interval
+from rlgate.report.inputs import load_run_doc, load_swe_doc
+from rlgate.report.plots import render_all, value_bounds, wilson_interval
+from rlgate.runs.metrics import load_run
 from rlgate.testing.corpus import Fault
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from corpus_build import corpus
 
-from rlgate.checkplan import load_inputs, load_plan, run_gate
-from rlgate.checks import Status
-from rlgate.recipes import recipe_files, recipe_tiers
+from rlgate.checks.plan import load_inputs, load_plan, run_gate
+from rlgate.core.results import Status
+from rlgate.recipe.load import recipe_files, recipe_tiers
 from rlgate.testing.corpus import Fault
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ class TestTargetRecipeBounds:
 class TestRecipeCoverage:
     def test_every_recipe_declares_its_tiers_and_gate_blocks(self):
         """A ratchet: each recipe is in some tier, and tiers it claims have their gate blocks."""
-        from rlgate.recipes import load_recipe
+        from rlgate.recipe.load import load_recipe
 
         for path in recipe_files(REPO / "recipes"):
             tiers = recipe_tiers(path)

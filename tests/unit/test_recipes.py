@@ -1,4 +1,4 @@
-"""rlgate.recipes: NeMo RL's config loading semantics, reproduced."""
+"""rlgate.recipe.load: NeMo RL's config loading semantics, reproduced."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rlgate._errors import RecipeError
-from rlgate.recipes import (
+from rlgate.core.errors import RecipeError
+from rlgate.recipe.load import (
     MAX_DEPTH,
     flatten,
     functional_gate,

@@ -1,7 +1,7 @@
 """`rlgate report`: JUnit merging, the verdict rule, the sentence, the written report.
 
 Inputs come from the real producers (report_inputs.py): a real pytest run, the fault corpus
-gated by rlgate.checkplan, and SWE comparisons by rlgate.swe_compare; the tests only choose
+gated by rlgate.checks.plan, and SWE comparisons by rlgate.swe.compare; the tests only choose
 which outcome each tier has.
 """
 
@@ -16,9 +16,9 @@ import pytest
 import report_inputs as ri
 from junitparser import JUnitXml
 
-from rlgate._errors import RlgateError
-from rlgate.cli import main
-from rlgate.report import (
+from rlgate.cli.app import main
+from rlgate.core.errors import RlgateError
+from rlgate.report.build import (
     OUT_MARKER,
     BlockerKind,
     CaseStatus,
@@ -29,7 +29,7 @@ from rlgate.report import (
     summarise_tiers,
     write_report,
 )
-from rlgate.report import decide as decide_verdict
+from rlgate.report.build import decide as decide_verdict
 from rlgate.testing.corpus import Fault
 
 XSD = Path(os.environ.get("RLGATE_JUNIT_XSD", Path(sys.prefix) / "share/rlgate/junit-10.xsd"))

@@ -22,9 +22,9 @@ import pytest
 import report_inputs as ri
 from junitparser import JUnitXml, Properties, Property, TestCase, TestSuite
 
-from rlgate.cli import main
-from rlgate.report import BlockerKind, ReleaseTier, Verdict, build_report
-from rlgate.swebench import InstanceSet
+from rlgate.cli.app import main
+from rlgate.report.build import BlockerKind, ReleaseTier, Verdict, build_report
+from rlgate.swe.records import InstanceSet
 
 
 def _edited_swe(tmp_path, edit, kind="improved", name="swe.json"):
@@ -236,7 +236,7 @@ class TestInstanceSet:
 
 
 def _written(tmp_path, report):
-    from rlgate.report import prepare_out_dir, write_report
+    from rlgate.report.build import prepare_out_dir, write_report
 
     return write_report(report, prepare_out_dir(tmp_path / "written"))
 
@@ -284,7 +284,7 @@ class TestTierRunsOnlyOnGateChecks:
 
     @pytest.mark.parametrize("verdict", ["pass", "improved"])
     def test_the_rollout_path_gate_is_a_perf_gate_check(self, tmp_path, verdict):
-        """What tests/perf/test_rollout_path.py's gate records (rlgate.rollout_gate.Verdict)."""
+        """What tests/perf/test_rollout_path.py's gate records (rlgate.bench.gate.Verdict)."""
         path = _one_check(
             tmp_path,
             "test_rollout_metric_within_baseline[recipe-prompt.full_us_per_token]",

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 import report_inputs as ri
 
-from rlgate._report_inputs import MAX_JSON_BYTES, MAX_JUNIT_BYTES
-from rlgate.cli import main
-from rlgate.report import OUT_MARKER, prepare_out_dir
+from rlgate.cli.app import main
+from rlgate.report.build import OUT_MARKER, prepare_out_dir
+from rlgate.report.inputs import MAX_JSON_BYTES, MAX_JUNIT_BYTES
 from rlgate.testing.corpus import Fault
 
 
@@ -79,8 +79,8 @@ class TestOutputDirectory:
         assert not (out / "report.md").exists()
 
     def test_a_symlinked_plots_folder_is_refused_by_write_report_too(self, tmp_path):
-        from rlgate._errors import RlgateError
-        from rlgate.report import build_report, write_report
+        from rlgate.core.errors import RlgateError
+        from rlgate.report.build import build_report, write_report
 
         out = prepare_out_dir(tmp_path / "out")
         elsewhere = tmp_path / "elsewhere"
@@ -140,8 +140,8 @@ class TestOutputDirectory:
         assert list(run_dir.iterdir()) == []
 
     def test_a_symlinked_demo_inputs_folder_is_refused(self, tmp_path):
-        from rlgate._errors import RlgateError
-        from rlgate.demo import INPUTS, INPUTS_MARKER, run_demo
+        from rlgate.core.errors import RlgateError
+        from rlgate.demo.build import INPUTS, INPUTS_MARKER, run_demo
 
         out = prepare_out_dir(tmp_path / "out")
         elsewhere = tmp_path / "elsewhere"

@@ -28,9 +28,9 @@ import report_inputs as ri
 from junitparser import Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
 from markdown_it import MarkdownIt
 
-from rlgate._text import md_code, md_text
-from rlgate.cli import main
-from rlgate.report import build_report, prepare_out_dir, write_report
+from rlgate.cli.app import main
+from rlgate.core.text import md_code, md_text
+from rlgate.report.build import build_report, prepare_out_dir, write_report
 from rlgate.testing.corpus import Fault
 
 # Every string is something a JUnit or JSON written elsewhere can carry. XML 1.0 cannot
@@ -257,7 +257,7 @@ class TestHostileStrings:
 class TestMdText:
     @pytest.mark.parametrize("text", [*HOSTILE, *TERMINAL])
     def test_md_text_renders_as_the_same_literal_text(self, text):
-        from rlgate._text import one_line
+        from rlgate.core.text import one_line
 
         rendered = _rendered(md_text(text))
         parsed = _parse(rendered)

@@ -1,4 +1,4 @@
-"""Unit tests of rlgate.rollout_bench: sizing by the recipe, cluster shape, the gated numbers.
+"""Unit tests of rlgate.bench.rollout: sizing by the recipe, cluster shape, the gated numbers.
 
 The timed paths themselves run in the perf tier (tests/perf/test_rollout_path.py, real
 tokenizers); here the pure parts are checked on the real recipes and on one real
@@ -21,9 +21,8 @@ from rollout_measured import (
     parse_run,
 )
 
-from rlgate._errors import RecipeError, RlgateError
-from rlgate.recipes import load_recipe
-from rlgate.rollout_bench import (
+from rlgate.bench.gate import Verdict, compare_metrics
+from rlgate.bench.rollout import (
     TIER_PARSER_LENGTHS,
     BenchConfig,
     ClusterShape,
@@ -34,7 +33,8 @@ from rlgate.rollout_bench import (
     tier_config,
     tokenizer_unavailable,
 )
-from rlgate.rollout_gate import Verdict, compare_metrics
+from rlgate.core.errors import RecipeError, RlgateError
+from rlgate.recipe.load import load_recipe
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPES = REPO / "recipes"

@@ -1,6 +1,6 @@
-"""Unit tests of rlgate.rollout_gate: exponent fits, the noise-based gate, stored baselines.
+"""Unit tests of rlgate.bench.gate: exponent fits, the noise-based gate, stored baselines.
 
-The samples below are real measurements (``rlgate.rollout_bench`` at the perf tier's
+The samples below are real measurements (``rlgate.bench.rollout`` at the perf tier's
 configuration on this repository's CI machine, AMD EPYC, 2 cores, shared), copied so the
 gate logic is tested on the noise it meets in practice, not on invented numbers.
 """
@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rlgate._errors import MetricsError, RlgateError
-from rlgate.rollout_gate import (
+from rlgate.bench.gate import (
     COST_TOLERANCE,
     EXPONENT_TOLERANCE,
     Baseline,
@@ -31,6 +30,7 @@ from rlgate.rollout_gate import (
     tolerance_for,
     write_baseline,
 )
+from rlgate.core.errors import MetricsError, RlgateError
 
 # Measured: qwen3_coder streaming parse time (s) of 233/596/1003-token outputs, thinking recipe.
 PARSER_TOKENS = (233, 596, 1003)

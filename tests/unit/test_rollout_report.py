@@ -1,4 +1,4 @@
-"""Unit tests of rlgate.rollout_report on one real measurement (``rollout_measured``)."""
+"""Unit tests of rlgate.bench.report on one real measurement (``rollout_measured``)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 import pytest
 from rollout_measured import GYM_MS, PARSER_LENGTHS, PROMPT_TOKENS, measured_bench
 
-from rlgate._errors import RlgateError
-from rlgate.rollout_bench import FULL_PASSES_PER_CALL
-from rlgate.rollout_gate import compare_metric, load_baseline
-from rlgate.rollout_report import bench_summary, plot_bench, render_bench, render_verdicts
+from rlgate.bench.gate import compare_metric, load_baseline
+from rlgate.bench.report import bench_summary, plot_bench, render_bench, render_verdicts
+from rlgate.bench.rollout import FULL_PASSES_PER_CALL
+from rlgate.core.errors import RlgateError
 
 CLI_FIELDS = (
     "turns",

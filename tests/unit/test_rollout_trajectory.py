@@ -1,4 +1,4 @@
-"""Unit tests of rlgate.rollout_trajectory: reading nemo-gym's shipped SWE rollouts, sizing.
+"""Unit tests of rlgate.bench.trajectory: reading nemo-gym's shipped SWE rollouts, sizing.
 
 Replaying a trajectory through a served template needs a tokenizer and runs in the perf
 tier (tests/perf/test_rollout_path.py); here: the real rollout file, malformed copies of
@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rlgate._errors import RecipeError, RlgateError
-from rlgate.gym import gym_package_root
-from rlgate.recipes import load_recipe
-from rlgate.rollout_trajectory import (
+from rlgate.bench.trajectory import (
     SWE_ROLLOUTS,
     TrajectorySpec,
     agent_servers,
@@ -23,6 +20,9 @@ from rlgate.rollout_trajectory import (
     load_swe_source,
     trajectory_spec,
 )
+from rlgate.core.errors import RecipeError, RlgateError
+from rlgate.recipe.load import load_recipe
+from rlgate.serving.gym import gym_package_root
 
 REPO = Path(__file__).resolve().parents[2]
 THINKING = (

@@ -1,4 +1,4 @@
-"""rlgate.rollouts on NeMo Gym's own example rollout files (nemo-gym 0.7.0 as installed).
+"""rlgate.runs.rollouts on NeMo Gym's own example rollout files (nemo-gym 0.7.0 as installed).
 
 The ``example_rollouts*.jsonl`` files ship with nemo-gym and are what ``ng_collect_rollouts``
 writes; responses are validated with nemo-gym's ``NeMoGymResponse``.
@@ -14,16 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlgate._errors import MetricsError
-from rlgate.checks import Status
-from rlgate.gate import RolloutGateSpec, RunContext
-from rlgate.rollouts import (
-    ROLLOUT_CHECKS,
-    FinalTurn,
-    evaluate_rollouts,
-    load_rollouts,
-    summarize_rollout,
-)
+from rlgate.checks.rollouts import evaluate_rollouts
+from rlgate.core.errors import MetricsError
+from rlgate.core.results import Status
+from rlgate.recipe.facts import RunContext
+from rlgate.recipe.spec import RolloutGateSpec
+from rlgate.runs.rollouts import ROLLOUT_CHECKS, FinalTurn, load_rollouts, summarize_rollout
 
 SITE = Path(nemo_gym.__file__).resolve().parents[1]
 MINI_SWE = SITE / "responses_api_agents" / "mini_swe_agent_2" / "data" / "example_rollouts.jsonl"

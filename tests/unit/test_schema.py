@@ -1,9 +1,9 @@
-"""rlgate.schema: unknown keys are errors with a did-you-mean; never-read keys are warnings."""
+"""rlgate.recipe.schema: unknown keys are errors with a did-you-mean; never-read keys warn."""
 
 from __future__ import annotations
 
-from rlgate.findings import Severity
-from rlgate.schema import check_keys, load_schema
+from rlgate.recipe.findings import Severity
+from rlgate.recipe.schema import check_keys, load_schema
 
 
 def _codes(config):

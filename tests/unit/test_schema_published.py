@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.findings import Severity
-from rlgate.recipes import load_recipe
-from rlgate.schema import check_keys
+from rlgate.recipe.findings import Severity
+from rlgate.recipe.load import load_recipe
+from rlgate.recipe.schema import check_keys
 
 NEMO_RL = os.environ.get("NEMO_RL_DIR")
 GLOBS = (

@@ -1,6 +1,6 @@
-"""rlgate.schema value checks: declared types (pydantic lax mode), enums, bounds, null.
+"""rlgate.recipe.schema value checks: declared types (pydantic lax mode), enums, bounds, null.
 
-Configs go through rlgate.recipes.load_recipe with Hydra overrides, as `recipe check` does,
+Configs go through rlgate.recipe.load.load_recipe with Hydra overrides, as `recipe check` does,
 so ``grpo.max_num_steps=abc`` reaches the check exactly as a user types it.
 """
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.findings import Finding, Severity
-from rlgate.recipes import load_recipe
-from rlgate.schema import check_keys
+from rlgate.recipe.findings import Finding, Severity
+from rlgate.recipe.load import load_recipe
+from rlgate.recipe.schema import check_keys
 
 BASE = """\
 grpo:

@@ -1,4 +1,4 @@
-"""Statistical properties of rlgate.stats, checked against scipy/statsmodels and by simulation.
+"""Statistical properties of rlgate.swe.stats, checked against scipy/statsmodels and by simulation.
 
 Simulations use named seeds; tolerances are three binomial standard errors of
 the number of simulated datasets, so a correct implementation fails with
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from rlgate import stats
+from rlgate.swe import stats
 
 SIM_SEED = 20260901
 

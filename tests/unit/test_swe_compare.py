@@ -1,4 +1,4 @@
-"""rlgate.swe_compare: the gate criteria and the verdict on real-format inputs.
+"""rlgate.swe.compare: the gate criteria and the verdict on real-format inputs.
 
 Harness-shaped arms are graded by swebench itself (see swe_inputs); statistics
 scenarios use the per-instance mapping format filled from a seeded simulation.
@@ -11,15 +11,10 @@ import pytest
 import swe_inputs as si
 from scipy import stats as sps
 
-from rlgate._errors import SweError
-from rlgate.swe_compare import (
-    Criterion,
-    CriterionStatus,
-    GateOptions,
-    Verdict,
-    compare_arms,
-)
-from rlgate.swebench import Outcome, load_arm, load_universe
+from rlgate.core.errors import SweError
+from rlgate.swe.compare import Criterion, CriterionStatus, GateOptions, Verdict, compare_arms
+from rlgate.swe.readers import load_arm
+from rlgate.swe.records import Outcome, load_universe
 
 FIRST_ATTEMPT_SEED = 333
 FAST = GateOptions(n_resamples=2000)

@@ -1,4 +1,4 @@
-"""rlgate.swe_report: JSON payload, JUnit XML (parsed back with junitparser), summary table."""
+"""rlgate.swe.report: JSON payload, JUnit XML (parsed back with junitparser), summary table."""
 
 import json
 
@@ -7,15 +7,16 @@ import pytest
 import swe_inputs as si
 from junitparser import Error, Failure, JUnitXml, Properties
 
-from rlgate.swe_compare import GateOptions, compare_arms
-from rlgate.swe_report import (
+from rlgate.swe.compare import GateOptions, compare_arms
+from rlgate.swe.readers import load_arm
+from rlgate.swe.records import load_universe
+from rlgate.swe.report import (
     CRITERIA_SUITE,
     INSTANCE_SUITE,
     build_swe_junit,
     comparison_to_dict,
     render_swe_summary,
 )
-from rlgate.swebench import load_arm, load_universe
 
 REPORT_SEED = 77
 

@@ -1,11 +1,11 @@
-"""rlgate._text: untrusted strings made safe for terminals and Markdown."""
+"""rlgate.core.text: untrusted strings made safe for terminals and Markdown."""
 
 import re
 
 import pytest
 from markdown_it import MarkdownIt
 
-from rlgate._text import md_code, md_text, one_line, printable
+from rlgate.core.text import md_code, md_text, one_line, printable
 
 HOSTILE = [
     "[click](javascript:alert(1))",

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from launch_fixtures import ONE_NODE, STANDIN, TARGET, local_site, stop_local_run
 
-from rlgate._errors import ExitCode, LaunchError
-from rlgate.cli import main
-from rlgate.launch import JobState, Phase, initial_manifest, launch, plan_launch
-from rlgate.manifest import MANIFEST_NAME, Backend, RunStatus, load_manifest
-from rlgate.testing.corpus import Fault, Profile, write_run
-from rlgate.watch import (
+from rlgate.cli.app import main
+from rlgate.core.errors import ExitCode, LaunchError
+from rlgate.launch.job import JobState, Phase
+from rlgate.launch.manifest import MANIFEST_NAME, Backend, RunStatus, load_manifest
+from rlgate.launch.plan import initial_manifest, launch, plan_launch
+from rlgate.launch.watch import (
     INFRA_SIGNATURES,
     FailureCause,
     Progress,
@@ -22,6 +22,7 @@ from rlgate.watch import (
     read_progress,
     watch_run,
 )
+from rlgate.testing.corpus import Fault, Profile, write_run
 
 OOM = FailureCause("gpu_out_of_memory", True, "torch.OutOfMemoryError: CUDA out of memory", "log")
 BUG = FailureCause("exception", False, "KeyError: 'train/loss'", "log")

@@ -4,5 +4,5 @@
   (``python -m rlgate.testing.corpus OUT_DIR`` rebuilds the corpus);
 * :mod:`rlgate.testing.perturb` derives modified copies of a loaded run (flattened reward,
   scaled step time) for band and perf sensitivity tests;
-* :mod:`rlgate.testing.tier` is the pytest glue of the convergence and perf tiers.
+* :mod:`rlgate.pytest_plugin.tier` is the pytest glue of the convergence and perf tiers.
 """

@@ -1,6 +1,6 @@
 """Derive modified copies of a loaded run: the perturbations the gate must detect.
 
-Pure and non-destructive: every function returns a new :class:`~rlgate.metrics.RunMetrics`
+Pure and non-destructive: every function returns a new :class:`~rlgate.runs.metrics.RunMetrics`
 and never touches files.
 """
 
@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from rlgate.metrics import MetricSeries, RunMetrics
+from rlgate.runs.metrics import MetricSeries, RunMetrics
 
 __all__ = ["flatten_series", "map_series", "scale_series"]
 

@@ -1,7 +1,7 @@
 """A GPU-free stand-in for NeMo RL's ``run_grpo_nemo_gym.py``, for launcher smoke tests.
 
 It takes the same command line (``--config FILE`` plus Hydra overrides), loads the config
-with :func:`rlgate.recipes.load_recipe` the way the real entry point resolves it, and writes a
+with :func:`rlgate.recipe.load.load_recipe` the way the real entry point resolves it, and writes a
 healthy async SWE run's TensorBoard events into ``<logger.log_dir>/exp_NNN/tensorboard/``
 with NeMo RL's tag names (:func:`rlgate.testing.corpus.write_run`). Options before
 ``--config`` inject the ways a real run ends badly::
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from rlgate.recipes import get_path, load_recipe
+from rlgate.recipe.load import get_path, load_recipe
 from rlgate.testing.corpus import Fault, Profile, write_run
 
 __all__ = ["main"]

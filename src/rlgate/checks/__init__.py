@@ -1,0 +1,1 @@
+"""Checks over typed records: conditions, convergence, perf, rollouts, recipe rules."""

@@ -1,0 +1,141 @@
+"""Evaluating parsed ``check_metrics`` conditions (:mod:`rlgate.recipe.conditions`) on a run.
+
+Pure: records in, :class:`~rlgate.core.results.CheckResult` out; a regression is a result,
+never an exception.
+
+Step semantics are check_metrics' exactly: steps are 1-indexed; ``mean``/``median`` take
+``range_start=1, range_end=0`` (``range_end`` exclusive, ``0`` = through the last step,
+negative values count from the end) after adding the resume offset
+``max_step - len(values)``; ``mean`` also takes ``ignore_top_p`` (drop the top fraction);
+so the default window starts at step 1 and leaves a step-0 value out; ``min``/``max``/
+``ratio_above`` take no window and use every value (step 0 too); ``ratio_above(d, thr)``
+is the fraction of values ``>= thr``; typed checks add ``last`` (value at the last step);
+``data["tag"]["N"]`` is the value logged at step N, and the string ``"$MAX_STEPS"``
+(``"${MAX_STEPS}"``) — left unexpanded from a suite script — means the target step.
+
+Outcomes (never a silent pass): missing metric, empty window, unlogged step, or a target
+step not reached are ERROR; a NaN/inf inside the evaluated values is FAIL naming the step.
+``ray/*`` GPU-monitor tags are indexed by seconds, so step windows and step indexes are
+refused on them (ERROR); reducers without a window apply.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlgate.core.errors import MetricsError
+from rlgate.core.results import CheckResult, Status, Tier
+from rlgate.recipe.conditions import (
+    Condition,
+    Reducer,
+    SeriesCall,
+    StepIndex,
+)
+from rlgate.runs.metrics import MetricSeries, RunMetrics
+
+__all__ = ["evaluate_condition", "reduce_series", "window_mask"]
+
+
+def window_mask(series: MetricSeries, range_start: int = 1, range_end: int = 0) -> np.ndarray:
+    """Steps selected by check_metrics' ``(range_start, range_end)`` incl. the resume offset."""
+    n = len(series)
+    offset = int(series.steps.max()) - n  # steps that happened before a resume
+    if range_start < 0:
+        range_start += n + 1 + offset
+    if range_end <= 0:
+        range_end += n + 1 + offset
+    return (series.steps >= range_start) & (series.steps < range_end)
+
+
+def reduce_series(call: SeriesCall, values: np.ndarray) -> float:
+    """Apply ``call``'s reducer to already-windowed, finite values (non-empty)."""
+    if call.reducer is Reducer.MIN:
+        return float(values.min())
+    if call.reducer is Reducer.MAX:
+        return float(values.max())
+    if call.reducer is Reducer.LAST:
+        return float(values[-1])
+    if call.reducer is Reducer.RATIO_ABOVE:
+        return float(np.count_nonzero(values >= call.above) / values.size)
+    if call.reducer is Reducer.MEDIAN:
+        return float(np.median(values))
+    vals = values
+    if call.ignore_top_p > 0.0:
+        ordered = np.sort(values)
+        cutoff = int(len(ordered) * (1.0 - call.ignore_top_p))
+        vals = ordered[:cutoff] if cutoff > 0 else ordered[:1]
+    return float(np.mean(vals))
+
+
+def _error(name: str, tier: Tier, cond: Condition, message: str) -> CheckResult:
+    return CheckResult(name, tier, Status.ERROR, None, cond.bound, message, cond.tag)
+
+
+def first_nonfinite(steps: np.ndarray, values: np.ndarray) -> str | None:
+    """``"nan at step 12"`` for the first non-finite value, else None."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    if not bad.size:
+        return None
+    return f"{values[bad[0]]} at step {int(steps[bad[0]])}"
+
+
+def _select(
+    cond: Condition, series: MetricSeries, target_step: int | None
+) -> tuple[np.ndarray, np.ndarray] | str:
+    """The (steps, values) a condition reads, or why there are none (an ERROR)."""
+    span = f"logged steps {series.steps[0]}..{series.last_step}"
+    value = cond.value
+    stepwise = isinstance(value, StepIndex) or not value.default_window
+    if series.time_indexed and (stepwise or value.reducer is Reducer.LAST):
+        return (
+            f"{cond.tag!r} is indexed by seconds since the GPU monitor started, not by "
+            "training step; use a whole-series reducer"
+        )
+    if isinstance(value, StepIndex):
+        step = value.step if value.step is not None else target_step
+        if step is None:
+            return "$MAX_STEPS needs a target step (grpo.max_num_steps or --max-steps)"
+        found = series.value_at(step)
+        if found is None:
+            return f"step {step} not logged ({span})"
+        return np.array([step]), np.array([found])
+    if value.all_values:
+        return series.steps, series.values
+    mask = window_mask(series, value.range_start, value.range_end)
+    if not mask.any():
+        return f"empty window ({span})"
+    return series.steps[mask], series.values[mask]
+
+
+def evaluate_condition(
+    cond: Condition,
+    run: RunMetrics,
+    *,
+    name: str,
+    tier: Tier = Tier.CONVERGENCE,
+    target_step: int | None = None,
+) -> CheckResult:
+    """Evaluate one condition on ``run`` (PASS / FAIL / ERROR, never raises for data)."""
+    expr = cond.value.describe()
+    try:
+        series = run.get(cond.tag)
+    except MetricsError as exc:
+        return _error(name, tier, cond, f"{expr}: {exc}")
+    if not len(series):
+        return _error(name, tier, cond, f"{expr}: metric {cond.tag!r} has no values")
+    selected = _select(cond, series, target_step)
+    if isinstance(selected, str):
+        return _error(name, tier, cond, f"{expr}: {selected}")
+    steps, values = selected
+    bad = first_nonfinite(steps, values)
+    if bad is not None:
+        message = f"{expr}: non-finite value {bad}"
+        return CheckResult(name, tier, Status.FAIL, float("nan"), cond.bound, message, cond.tag)
+    if isinstance(cond.value, StepIndex):
+        result = float(values[0])
+    else:
+        result = reduce_series(cond.value, values)
+    ok = cond.op.holds(result, cond.threshold)
+    message = f"{expr} = {result:.6g} {cond.bound}" + ("" if ok else " does not hold")
+    status = Status.PASS if ok else Status.FAIL
+    return CheckResult(name, tier, status, result, cond.bound, message, cond.tag)

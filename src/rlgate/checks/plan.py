@@ -1,0 +1,574 @@
+"""The check plan of a recipe: which checks its ``rlgate:`` block declares, and running them.
+
+One path for both entry points: ``rlgate check-run`` evaluates the whole plan; the
+convergence and perf tiers parametrize over :attr:`GatePlan.checks` at collection time and
+evaluate one :class:`PlannedCheck` per test. Planning only reads the recipe; evaluation only
+reads the loaded inputs (:class:`GateInputs`).
+
+A planned check that cannot run is never silently dropped: it is *skipped with a reason*
+(an input option not given — the reason names the option — or a metric the recipe's
+config does not log), and reported as such by both entry points.
+
+A gate with nothing to check never passes: a recipe that declares no check at all, or lists
+a tier in ``rlgate.tiers`` without a check of it, is a RecipeError when planned; a
+``run_gate`` for tiers without checks, or in which every check is skipped, raises instead of
+reporting "0 passed".
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from rlgate.checks.conditions import evaluate_condition
+from rlgate.checks.convergence import (
+    evaluate_agentic,
+    evaluate_completion,
+    evaluate_finite,
+    evaluate_integrity,
+    evaluate_reward_improvement,
+    evaluate_reward_positive,
+)
+from rlgate.checks.perf import (
+    build_band,
+    compare_async_vs_sync,
+    compare_to_baseline,
+    evaluate_band_curve,
+    evaluate_band_mean,
+    perf_result,
+    tier_for_metric,
+)
+from rlgate.checks.rollouts import evaluate_rollouts
+from rlgate.core.errors import MetricsError, RecipeError, RlgateError
+from rlgate.core.results import CheckResult, Status, Tier
+from rlgate.core.text import printable
+from rlgate.recipe.facts import RunContext, context_from_config
+from rlgate.recipe.spec import BandMethod, GateSpec, parse_gate
+from rlgate.runs.metrics import RunMetrics, load_run
+from rlgate.runs.rollouts import ROLLOUT_CHECKS, RolloutReport, load_rollouts
+
+__all__ = [
+    "GateInputs",
+    "GatePlan",
+    "GateReport",
+    "Need",
+    "PlannedCheck",
+    "evaluate_check",
+    "load_inputs",
+    "load_plan",
+    "plan_gate",
+    "render_junit",
+    "render_table",
+    "run_gate",
+]
+
+
+class Need(Enum):
+    """The input a check needs besides the run itself."""
+
+    RUN = "run"
+    BASELINE = "baseline"
+    ROLLOUTS = "rollouts"
+    BAND = "band"
+    SYNC = "sync"
+
+
+# Need -> the option that provides it (CLI spelling; pytest uses the same names).
+NEED_OPTION = {
+    Need.BASELINE: "--baseline",
+    Need.ROLLOUTS: "--rollouts",
+    Need.BAND: "--band-run (or rlgate.band.runs in the recipe)",
+    Need.SYNC: "--sync-run",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCheck:
+    """One check the recipe declares; ``skip`` says why it cannot run with this recipe."""
+
+    name: str
+    tier: Tier
+    need: Need = Need.RUN
+    metric: str | None = None
+    reason: str = ""
+    skip: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GatePlan:
+    """A recipe's validated gate block, its run context and its planned checks."""
+
+    recipe: str
+    gate: GateSpec
+    context: RunContext
+    checks: tuple[PlannedCheck, ...]
+
+    def for_tier(self, tier: Tier) -> list[PlannedCheck]:
+        """The planned checks of one tier, in plan order."""
+        return [c for c in self.checks if c.tier is tier]
+
+
+@dataclass(frozen=True, slots=True)
+class GateInputs:
+    """Everything a plan is evaluated on."""
+
+    run: RunMetrics
+    baseline: RunMetrics | None = None
+    rollouts: RolloutReport | None = None
+    band_runs: tuple[RunMetrics, ...] = ()
+    sync_run: RunMetrics | None = None
+
+    def has(self, need: Need) -> bool:
+        """Whether the input ``need`` was given."""
+        return {
+            Need.RUN: True,
+            Need.BASELINE: self.baseline is not None,
+            Need.ROLLOUTS: self.rollouts is not None,
+            Need.BAND: bool(self.band_runs),
+            Need.SYNC: self.sync_run is not None,
+        }[need]
+
+
+def _convergence_checks(gate: GateSpec, ctx: RunContext) -> list[PlannedCheck]:
+    conv = gate.convergence
+    if conv is None:
+        return []
+    c = Tier.CONVERGENCE
+    out = [
+        PlannedCheck("data_integrity", c),
+        PlannedCheck("completion", c, metric=conv.completion.metric),
+    ]
+    out += [PlannedCheck(n, c, metric=cond.tag, reason=r) for n, cond, r in conv.named_conditions()]
+    if conv.reward is not None:
+        out.append(PlannedCheck("reward_improvement", c, metric=conv.reward.metric))
+        if conv.reward.require_positive_max:
+            out.append(PlannedCheck("reward_max_positive", c, metric=conv.reward.metric))
+    ag = conv.agentic
+    if ag is not None:
+        out += [PlannedCheck(f"finite:{t}", c, metric=t) for t in ag.finite]
+        wanted = {
+            "turns_mean": ag.turns_mean is not None,
+            "max_turns_share": ag.max_turns_share is not None,
+            "truncation_rate": ag.truncation_rate is not None,
+            "natural_termination_rate": ag.natural_termination_rate is not None,
+            "total_tokens_max": ag.total_tokens_within_limit,
+            "tool_call_failure_rate": ag.tool_call_failure_rate is not None,
+        }
+        for name, on in wanted.items():
+            if not on:
+                continue
+            skip = None
+            if name == "tool_call_failure_rate" and not ctx.tool_call_metrics_logged:
+                skip = (
+                    "train/invalid_tool_call_rate is only logged when grpo.invalid_tool_call_"
+                    "advantage or grpo.malformed_thinking_advantage is set in the recipe"
+                )
+            out.append(PlannedCheck(name, c, metric=None, skip=skip))
+    if conv.rollouts is not None:
+        spec = conv.rollouts
+        out += [
+            PlannedCheck(f"rollouts:{n}", c, Need.ROLLOUTS)
+            for n in ROLLOUT_CHECKS
+            if getattr(spec, n) is not None
+        ]
+    return out
+
+
+def plan_gate(gate: GateSpec, ctx: RunContext) -> GatePlan:
+    """Every check the gate block declares, convergence first, then band, then perf."""
+    checks = _convergence_checks(gate, ctx)
+    if gate.band is not None:
+        for metric, spec in gate.band.metrics.items():
+            tier = tier_for_metric(metric)
+            if spec.method in (BandMethod.CURVE, BandMethod.BOTH):
+                checks.append(PlannedCheck(f"band_curve:{metric}", tier, Need.BAND, metric))
+            if spec.method in (BandMethod.MEAN, BandMethod.BOTH):
+                checks.append(PlannedCheck(f"band_mean:{metric}", tier, Need.BAND, metric))
+    if gate.perf is not None:
+        p = Tier.PERF
+        checks += [PlannedCheck(f"perf:{m}", p, Need.BASELINE, m) for m in gate.perf.metrics]
+        if gate.perf.async_vs_sync is not None:
+            checks += [
+                PlannedCheck(f"async_vs_sync:{m}", p, Need.SYNC, m)
+                for m in gate.perf.async_vs_sync.metrics
+            ]
+    _require_gates(gate, ctx.recipe, checks)
+    return GatePlan(ctx.recipe, gate, ctx, tuple(checks))
+
+
+def _require_gates(gate: GateSpec, recipe: str, checks: Sequence[PlannedCheck]) -> None:
+    """A gate with nothing to check must never pass: no checks, or a listed tier without any."""
+    if not checks:
+        raise RecipeError(
+            f"recipe {recipe} declares no gates: its rlgate: block has no convergence, perf "
+            "or band checks, so a run cannot be judged against it (nothing would pass as "
+            "'0 passed')",
+            hint="add rlgate.convergence (completion and data integrity at least) and/or "
+            "rlgate.perf with a --baseline; the schema is in docs/convergence-and-perf.md",
+        )
+    listed = gate.tiers if isinstance(gate.tiers, list | tuple) else ()
+    for tier in Tier:
+        if tier.value in listed and not any(c.tier is tier for c in checks):
+            raise RecipeError(
+                f"recipe {recipe} lists {tier.value} in rlgate.tiers but declares no "
+                f"{tier.value} checks",
+                hint=f"add rlgate.{tier.value} (docs/convergence-and-perf.md) or drop "
+                f"{tier.value} from rlgate.tiers",
+            )
+
+
+def load_plan(
+    recipe_path: str | os.PathLike[str],
+    *,
+    max_steps: int | None = None,
+    overrides: Sequence[str] = (),
+) -> GatePlan:
+    """Load a recipe (``rlgate.recipe.load.load_recipe``), validate its gate block, plan it."""
+    from rlgate.recipe.load import load_recipe
+
+    recipe = load_recipe(recipe_path, overrides)
+    gate = parse_gate(recipe.gate, recipe=recipe.name)
+    ctx = context_from_config(
+        recipe.config,
+        recipe=recipe.name,
+        gate=gate,
+        max_steps=max_steps,
+        base_dir=Path(recipe.path).parent,
+    )
+    return plan_gate(gate, ctx)
+
+
+def band_run_paths(plan: GatePlan, given: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:
+    """Reference runs: ``given`` if any, else the gate's ``band.runs`` (globs, recipe-relative)."""
+    if given:
+        return [Path(p) for p in given]
+    if plan.gate.band is None:
+        return []
+    paths: list[Path] = []
+    for pattern in plan.gate.band.runs:
+        full = Path(os.path.expandvars(pattern)).expanduser()
+        full = full if full.is_absolute() else plan.context.base_dir / full
+        matches = sorted(glob.glob(str(full)))
+        if not matches:
+            raise MetricsError(
+                f"rlgate.band.runs entry {pattern!r} matches nothing (looked for {full})"
+            )
+        paths += [Path(m) for m in matches]
+    return paths
+
+
+def load_inputs(
+    plan: GatePlan,
+    run: str | os.PathLike[str],
+    *,
+    baseline: str | os.PathLike[str] | None = None,
+    rollouts: str | os.PathLike[str] | None = None,
+    band_runs: Sequence[str | os.PathLike[str]] = (),
+    sync_run: str | os.PathLike[str] | None = None,
+) -> GateInputs:
+    """Load the run and the optional inputs (MetricsError on unreadable input)."""
+    conv = plan.gate.convergence
+    spec = conv.rollouts if conv is not None else None
+    needs_band = any(c.need is Need.BAND for c in plan.checks)
+    return GateInputs(
+        run=load_run(run),
+        baseline=load_run(baseline) if baseline is not None else None,
+        rollouts=load_rollouts(rollouts, spec) if rollouts is not None else None,
+        band_runs=tuple(load_run(p) for p in band_run_paths(plan, band_runs)) if needs_band else (),
+        sync_run=load_run(sync_run) if sync_run is not None else None,
+    )
+
+
+def _band(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResult:
+    band_spec = plan.gate.band
+    assert band_spec is not None and check.metric is not None
+    metric, spec = check.metric, band_spec.metrics[check.metric]
+    refs = []
+    for ref in inputs.band_runs:
+        series = ref.series.get(metric)
+        if series is None:
+            return CheckResult(
+                check.name,
+                check.tier,
+                Status.ERROR,
+                None,
+                "?",
+                f"reference run {ref.source} does not log {metric}",
+                metric,
+            )
+        refs.append(series)
+    band = build_band(
+        refs,
+        alpha=band_spec.alpha,
+        warmup_steps=band_spec.warmup_steps,
+        min_runs=band_spec.min_runs,
+    )
+    candidate = inputs.run.series.get(metric)
+    if check.name.startswith("band_curve:"):
+        return evaluate_band_curve(
+            band, candidate, better=spec.better, max_outside=band_spec.max_outside
+        )
+    return evaluate_band_mean(band, candidate, better=spec.better)
+
+
+def _perf(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResult:
+    perf = plan.gate.perf
+    assert perf is not None and check.metric is not None
+    metric = check.metric
+    if check.need is Need.SYNC:
+        assert perf.async_vs_sync is not None and inputs.sync_run is not None
+        better = perf.async_vs_sync.metrics[metric]
+        pair = (inputs.run.series.get(metric), inputs.sync_run.series.get(metric))
+        if pair[0] is None or pair[1] is None:
+            who = "the run" if pair[0] is None else "the sync run"
+            return CheckResult(
+                check.name,
+                Tier.PERF,
+                Status.ERROR,
+                None,
+                "?",
+                f"{who} does not log {metric}",
+                metric,
+            )
+        return compare_async_vs_sync(
+            pair[0],
+            pair[1],
+            better=better,
+            warmup_steps=perf.warmup_steps,
+            alpha=perf.alpha,
+            min_speedup=perf.async_vs_sync.min_speedup,
+        )
+    assert inputs.baseline is not None
+    cand, base = inputs.run.series.get(metric), inputs.baseline.series.get(metric)
+    if cand is None or base is None:
+        who = "the run" if cand is None else f"the baseline {inputs.baseline.source}"
+        return CheckResult(
+            check.name, Tier.PERF, Status.ERROR, None, "?", f"{who} does not log {metric}", metric
+        )
+    cmp = compare_to_baseline(
+        cand,
+        base,
+        better=perf.metrics[metric],
+        warmup_steps=perf.warmup_steps,
+        alpha=perf.alpha,
+        min_effect=perf.min_effect,
+    )
+    return perf_result(check.name, cmp, metric)
+
+
+def _convergence(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResult:
+    conv, ctx, run = plan.gate.convergence, plan.context, inputs.run
+    assert conv is not None
+    name = check.name
+    if name == "data_integrity":
+        return evaluate_integrity(run)
+    if name == "completion":
+        return evaluate_completion(run, ctx, conv.completion)
+    if name in ("reward_improvement", "reward_max_positive"):
+        assert conv.reward is not None
+        fn = (
+            evaluate_reward_improvement
+            if name == "reward_improvement"
+            else evaluate_reward_positive
+        )
+        return fn(conv.reward, run)
+    if name.startswith("finite:"):
+        return evaluate_finite(name.removeprefix("finite:"), run)
+    if name.startswith("rollouts:"):
+        assert conv.rollouts is not None and inputs.rollouts is not None
+        return evaluate_rollouts(
+            name.removeprefix("rollouts:"), inputs.rollouts, conv.rollouts, ctx
+        )
+    for cname, cond, _ in conv.named_conditions():
+        if cname == name:
+            return evaluate_condition(cond, run, name=name, target_step=ctx.target_step)
+    assert conv.agentic is not None
+    return evaluate_agentic(name, conv.agentic, run, ctx)
+
+
+def evaluate_check(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResult:
+    """Evaluate one planned check (its input must be present; see :meth:`GateInputs.has`)."""
+    if check.need is Need.BAND:
+        return _band(plan, check, inputs)
+    if check.need in (Need.BASELINE, Need.SYNC):
+        return _perf(plan, check, inputs)
+    return _convergence(plan, check, inputs)
+
+
+def skip_reason(check: PlannedCheck, inputs_has: Callable[[Need], bool]) -> str | None:
+    """Why ``check`` is skipped (plan-time reason or a missing input option), else None."""
+    if check.skip:
+        return check.skip
+    if not inputs_has(check.need):
+        return f"{check.name} needs {NEED_OPTION[check.need]}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class GateReport:
+    """Results of a whole plan on one set of inputs."""
+
+    plan: GatePlan
+    inputs: GateInputs
+    results: tuple[CheckResult, ...]
+    skipped: tuple[tuple[PlannedCheck, str], ...] = field(default=())
+
+    @property
+    def passed(self) -> bool:
+        """True when checks were evaluated and every one passed (skips do not fail it)."""
+        return bool(self.results) and all(r.status is Status.PASS for r in self.results)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Notes on the inputs that changed nothing silently: the run's, then the rollouts'."""
+        rollouts = self.inputs.rollouts.warnings if self.inputs.rollouts is not None else ()
+        return [*self.inputs.run.warnings, *rollouts]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON document for ``rlgate check-run --json``."""
+        run = self.inputs.run
+        return {
+            "recipe": self.plan.recipe,
+            "run": str(run.source),
+            "source_kind": run.kind.value,
+            "target_step": self.plan.context.target_step,
+            "passed": self.passed,
+            "checks": [r.to_dict() for r in self.results],
+            "skipped": [
+                {"name": c.name, "tier": c.tier.value, "reason": why} for c, why in self.skipped
+            ],
+            "warnings": self.warnings,
+            "files": [str(f) for f in run.files],
+            "rollouts": self.inputs.rollouts.summary() if self.inputs.rollouts else None,
+        }
+
+
+def run_gate(
+    plan: GatePlan, inputs: GateInputs, tiers: Sequence[Tier] = (Tier.CONVERGENCE, Tier.PERF)
+) -> GateReport:
+    """Evaluate every planned check of ``tiers`` that has its inputs.
+
+    Raises:
+        RecipeError: the recipe declares no check of ``tiers``.
+        RlgateError: every such check is skipped (an input it needs was not given), so
+            nothing would be evaluated: a gate that judged nothing must not pass.
+    """
+    chosen = [c for c in plan.checks if c.tier in tiers]
+    if not chosen:
+        names = " or ".join(t.value for t in tiers)
+        raise RecipeError(
+            f"recipe {plan.recipe} declares no {names} checks",
+            hint="choose another --tier, or add the tier's block to the recipe's rlgate: block",
+        )
+    skipped = [(c, why) for c in chosen if (why := skip_reason(c, inputs.has)) is not None]
+    if len(skipped) == len(chosen):
+        reasons = sorted({why for _, why in skipped})
+        raise RlgateError(
+            f"nothing to evaluate: all {len(chosen)} planned check(s) of recipe {plan.recipe} "
+            f"were skipped ({'; '.join(reasons[:4])}{'; ...' if len(reasons) > 4 else ''})",
+            hint="give the inputs those checks need (e.g. --baseline for the perf tier)",
+        )
+    dropped = {id(c) for c, _ in skipped}
+    results = [evaluate_check(plan, c, inputs) for c in chosen if id(c) not in dropped]
+    return GateReport(plan, inputs, tuple(results), tuple(skipped))
+
+
+# --- rendering (text for the terminal, JUnit XML for CI) ----------------------------------
+
+
+def render_table(report: GateReport) -> str:
+    """One line per check: status, name, value, bound, message."""
+    from rlgate.core.junit import format_value
+
+    rows = [
+        (r.status.value.upper(), r.name, format_value(r.value), r.bound, r.message)
+        for r in report.results
+    ]
+    rows += [("SKIP", c.name, "", "", why) for c, why in report.skipped]
+    width = max((len(r[1]) for r in rows), default=4)
+    lines = [f"rlgate check-run: recipe {report.plan.recipe}, run {report.inputs.run.source}"]
+    lines += [f"  warning: {w}" for w in report.warnings]
+    lines += [f"  {s:<5} {n:<{width}}  {v:>10}  {b:<24} {m}" for s, n, v, b, m in rows]
+    failed = sum(r.status is not Status.PASS for r in report.results)
+    lines.append(
+        f"{len(report.results) - failed} passed, {failed} failed or errored, "
+        f"{len(report.skipped)} skipped"
+    )
+    return "\n".join(lines) + "\n"
+
+
+# XML 1.0 cannot carry these at all, not even as character references: C0 controls (tab, LF
+# and CR aside), lone surrogates (from JSON "\ud800" escapes) and U+FFFE/U+FFFF.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(text: object) -> str:
+    """``text`` safe inside XML: controls visible, characters XML 1.0 forbids escaped.
+
+    Controls go through ``rlgate.core.text.printable``; what is left that XML cannot carry
+    (lone surrogates, U+FFFE, U+FFFF) is shown as a backslash-u escape.
+    """
+    return _XML_ILLEGAL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", printable(text))
+
+
+def render_junit(report: GateReport) -> str:
+    """JUnit XML: one testcase per check, ``rlgate.*`` properties like the pytest tiers.
+
+    Every name, message and value may come from untrusted input (recipe file names, tags
+    and strings in run logs): each goes through :func:`_xml_text`, so the file is always
+    well-formed XML and no control character reaches a terminal or a CI page raw.
+    """
+    from junitparser import (
+        Error,
+        Failure,
+        JUnitXml,
+        Properties,
+        Property,
+        Skipped,
+        TestCase,
+        TestSuite,
+    )
+
+    from rlgate.core.junit import PROPERTY_PREFIX, format_value
+
+    x = _xml_text
+    recipe = report.plan.recipe
+    suite = TestSuite(x(f"rlgate.check-run.{recipe}"))
+    for warning in report.warnings:
+        suite.add_property(f"{PROPERTY_PREFIX}warning", x(warning))
+    for result in report.results:
+        case = TestCase(x(result.name), classname=x(f"rlgate.{result.tier.value}.{recipe}"))
+        props = Properties()
+        facts = {
+            "value": result.value,
+            "bound": result.bound,
+            "metric": result.metric or "",
+            "recipe": recipe,
+            "run_dir": str(report.inputs.run.source),
+            "verdict": result.status.value,
+        }
+        if result.evidence:
+            facts["evidence"] = json.dumps(result.evidence, sort_keys=True, default=str)
+        for key, value in facts.items():
+            props.add_property(Property(f"{PROPERTY_PREFIX}{key}", x(format_value(value))))
+        case.append(props)
+        if result.status is Status.FAIL:
+            case.result = [Failure(x(result.message))]
+        elif result.status is Status.ERROR:
+            case.result = [Error(x(result.message))]
+        suite.add_testcase(case)
+    for check, why in report.skipped:
+        case = TestCase(x(check.name), classname=x(f"rlgate.{check.tier.value}.{recipe}"))
+        case.result = [Skipped(x(why))]
+        suite.add_testcase(case)
+    suite.update_statistics()
+    xml = JUnitXml()
+    xml.add_testsuite(suite)
+    return xml.tostring().decode("utf-8")

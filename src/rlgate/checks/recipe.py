@@ -1,0 +1,266 @@
+"""``rlgate recipe check``: every rule on a config, with ran / skipped / not-applicable status.
+
+The rules are :mod:`rlgate.checks.recipe_rules` (config only) and
+:mod:`rlgate.checks.served` (on the served chat path); this module runs them in order and
+builds the :class:`CompatReport`.
+
+Each ``check_*`` function is pure over a loaded :class:`~rlgate.recipe.load.Recipe` (or its
+:class:`~rlgate.serving.setup.ServingSetup`) and returns :class:`~rlgate.recipe.findings.Finding`s.
+Template and parser verdicts are *measured*: a probe conversation is rendered with the
+served template and parsed back with the served vLLM parsers.
+
+Every rule that says "NeMo RL asserts X" was read in NeMo RL's code at 7ea279a and its
+message names the file and function (``grpo.py::setup``...). Runtime asserts NeMo RL only
+hits after allocating a cluster are errors; keys NeMo RL or Gym accept but never read are
+warnings, so NeMo RL's own published configs pass.
+
+Checks come in two groups. The config checks need nothing but the config (and vLLM's
+parser registry). The served checks render the chat template with the model's tokenizer;
+when that tokenizer cannot be loaded (no hub access, a gated model, a placeholder path)
+they are reported as *skipped* with the reason, and the report's exit code is 3 unless
+an error was found. They do not apply (and are not skipped) when the config does not
+serve chat through vLLM's HTTP server (no NeMo Gym, another generation backend).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlgate.checks.recipe_rules import (
+    CheckSkipped,
+    CheckState,
+    _gym_setup,
+    _topology_not_applicable,
+    chat_server_not_applicable,
+    check_async,
+    check_batch,
+    check_gym,
+    check_lengths,
+    check_mandatory,
+    check_parser_names,
+    check_ranges,
+    check_sampling,
+    check_serving_kwargs,
+    check_topology,
+    check_unresolved,
+    parser_problem,
+)
+from rlgate.checks.served import (
+    check_budget,
+    check_contiguity,
+    check_data,
+    check_parsers,
+    check_thinking,
+    check_tool_call_in_reasoning,
+)
+from rlgate.core.errors import ExitCode
+from rlgate.recipe.findings import Finding, Severity
+from rlgate.recipe.load import Recipe, load_recipe, require_grpo
+from rlgate.recipe.schema import check_keys
+from rlgate.serving.setup import (
+    NoChatTemplate,
+    ServingSetup,
+    TokenizerUnavailable,
+    serving_setup,
+)
+from rlgate.serving.templates import SERVING_KWARGS
+
+__all__ = ["CheckStatus", "CompatReport", "check_recipe", "check_recipe_file"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckStatus:
+    """Whether one check ran, and why not when it did not."""
+
+    name: str
+    status: CheckState
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        """Plain JSON form."""
+        out = {"check": self.name, "status": self.status}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+class CompatReport:
+    """All findings for one recipe, and which checks ran."""
+
+    def __init__(
+        self,
+        recipe: Recipe,
+        findings: Sequence[Finding],
+        setup: ServingSetup | None,
+        checks: Sequence[CheckStatus] = (),
+    ) -> None:
+        self.recipe, self.findings, self.setup = recipe, list(findings), setup
+        self.checks = list(checks)
+
+    @property
+    def errors(self) -> list[Finding]:
+        """Findings that make the config incompatible."""
+        return [f for f in self.findings if f.severity is Severity.ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        """Findings worth a look that do not fail the check."""
+        return [f for f in self.findings if f.severity is Severity.WARNING]
+
+    @property
+    def skipped(self) -> list[CheckStatus]:
+        """Checks that apply to this config but could not run here."""
+        return [c for c in self.checks if c.status == "skipped"]
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error (skipped checks aside)."""
+        return not self.errors
+
+    @property
+    def status(self) -> str:
+        """``incompatible`` (an error), ``incomplete`` (checks skipped) or ``compatible``."""
+        if self.errors:
+            return "incompatible"
+        return "incomplete" if self.skipped else "compatible"
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """1 with an error, else 3 when checks were skipped, else 0."""
+        return {
+            "incompatible": ExitCode.FAIL,
+            "incomplete": ExitCode.INFRA,
+            "compatible": ExitCode.OK,
+        }[self.status]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form of one config (an element of ``rlgate recipe check --json``'s reports)."""
+        setup = self.setup
+        return {
+            "recipe": str(self.recipe.path),
+            "name": self.recipe.name,
+            "overrides": list(self.recipe.overrides),
+            "status": self.status,
+            "exit_code": int(self.exit_code),
+            "compatible": self.ok,
+            "tokenizer": setup.tokenizer_source if setup else None,
+            "template": {"source": setup.template.source, "sha256": setup.template.sha256}
+            if setup
+            else None,
+            "profile": setup.profile().as_dict() if setup else None,
+            "checks": [c.as_dict() for c in self.checks],
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+
+CONFIG_CHECKS: tuple[tuple[str, Callable[[Recipe], list[Finding]]], ...] = (
+    ("interpolations", check_unresolved),
+    ("mandatory-values", check_mandatory),
+    ("keys", lambda r: check_keys(r.config)),
+    ("ranges", check_ranges),
+    ("async", check_async),
+    ("sampling", check_sampling),
+    ("batch-size", check_batch),
+    ("topology", check_topology),
+    ("lengths", check_lengths),
+    ("gym", check_gym),
+)
+
+
+# Checks of the served chat path: (name, function, needs the vLLM parsers).
+SERVED_CHECKS: tuple[tuple[str, Callable[[ServingSetup], list[Finding]], bool], ...] = (
+    ("data", check_data, False),
+    ("thinking", check_thinking, False),
+    ("parsers", check_parsers, True),
+    ("tool-call-in-reasoning", check_tool_call_in_reasoning, True),
+    ("turn-budget", check_budget, True),
+    ("contiguity", check_contiguity, True),
+)
+
+
+def check_recipe(
+    recipe: Recipe,
+    tokenizer_root: str | Path | None,
+    setup: ServingSetup | None = None,
+    *,
+    skip_unavailable: bool = False,
+) -> CompatReport:
+    """Run every check on a loaded recipe (``setup`` reuses an already resolved serving setup).
+
+    Args:
+        recipe: the loaded config.
+        tokenizer_root: folder with one tokenizer subfolder per model (else HF cache/hub).
+        setup: an already resolved serving setup (tests share one).
+        skip_unavailable: when the tokenizer cannot be loaded, report the served checks as
+            skipped instead of raising :class:`~rlgate.serving.setup.TokenizerUnavailable`.
+    """
+    findings: list[Finding] = []
+    checks: list[CheckStatus] = []
+
+    def run(name: str, fn: Callable[[Any], list[Finding]], arg: Any) -> None:
+        try:
+            findings.extend(fn(arg))
+        except CheckSkipped as skip:
+            findings.extend(skip.findings)
+            checks.append(CheckStatus(name, "skipped", skip.reason))
+        else:
+            checks.append(CheckStatus(name, "ran"))
+
+    for name, fn in CONFIG_CHECKS:
+        if name == "topology" and (why := _topology_not_applicable(recipe.config)):
+            checks.append(CheckStatus(name, "not-applicable", why))
+            continue
+        run(name, fn, recipe)
+    served = [name for name, _, _ in SERVED_CHECKS]
+    not_applicable = chat_server_not_applicable(recipe.config) if setup is None else None
+    if not_applicable:
+        names = ["serving-kwargs", "parser-names", *served]
+        checks += [CheckStatus(n, "not-applicable", not_applicable) for n in names]
+        return CompatReport(recipe, findings, None, checks)
+    run("serving-kwargs", check_serving_kwargs, recipe)
+    run("parser-names", check_parser_names, recipe)
+    unusable_parsers = parser_problem(recipe)
+    try:
+        _gym_setup(recipe)
+    except CheckSkipped as skip:
+        checks += [CheckStatus(n, "skipped", skip.reason) for n in served]
+        return CompatReport(recipe, findings, None, checks)
+    try:
+        setup = setup or serving_setup(recipe, tokenizer_root)
+    except TokenizerUnavailable as exc:
+        if not skip_unavailable:
+            raise
+        checks += [CheckStatus(n, "skipped", exc.reason) for n in served]
+        return CompatReport(recipe, findings, None, checks)
+    except NoChatTemplate as exc:
+        key = f"{SERVING_KWARGS}.chat_template"
+        findings.append(Finding("no-chat-template", Severity.ERROR, key, exc.message))
+        checks += [CheckStatus(n, "skipped", "no chat template to render") for n in served]
+        return CompatReport(recipe, findings, None, checks)
+    for name, fn, needs_parsers in SERVED_CHECKS:
+        if needs_parsers and unusable_parsers:
+            checks.append(CheckStatus(name, "skipped", unusable_parsers))
+            continue
+        run(name, fn, setup)
+    return CompatReport(recipe, findings, setup, checks)
+
+
+def check_recipe_file(
+    path: str | Path,
+    overrides: Sequence[str] = (),
+    tokenizer_root: str | Path | None = None,
+    *,
+    skip_unavailable: bool = False,
+) -> CompatReport:
+    """Load ``path`` with ``overrides``, refuse a non-GRPO config, and run every check.
+
+    Raises:
+        RecipeError: the config cannot be loaded, or is not a GRPO config.
+        TokenizerUnavailable: the tokenizer cannot be loaded (unless ``skip_unavailable``).
+    """
+    recipe = load_recipe(path, overrides)
+    require_grpo(recipe)
+    return check_recipe(recipe, tokenizer_root, skip_unavailable=skip_unavailable)

@@ -1,0 +1,373 @@
+"""The ``rlgate`` command line: parse arguments, call library functions, map errors to exit codes.
+
+Exit codes: 0 pass, 1 a gate/check failed, 2 usage or invalid input, 3 infrastructure,
+70 an internal error (a bug in rlgate), 130 interrupted.
+Exceptions become messages in exactly one place (:func:`_handle_errors`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+import traceback
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, TextIO
+
+from rlgate.cli import report as _cli_report
+from rlgate.cli import runs as _cli_runs
+from rlgate.cli import swe as _cli_swe
+from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.text import printable
+from rlgate.core.versions import format_versions, tested_versions
+
+if TYPE_CHECKING:
+    from rlgate.checks.recipe import CompatReport
+
+
+class _Exit(Exception):
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+@contextlib.contextmanager
+def _handle_errors() -> Iterator[None]:
+    """The one place where exceptions become a message on stderr and an exit code.
+
+    * ``RlgateError``: the user's input or environment; its own exit code (2 or 3).
+    * ``OSError`` (a path that is a directory, unwritable, vanished): exit 2, naming the path.
+    * anything else is a bug in rlgate: exit 70 (``ExitCode.INTERNAL``), never 1 (which
+      means "a gate failed"), with how to report it; ``RLGATE_DEBUG=1`` shows the traceback.
+    """
+    try:
+        yield
+    except RlgateError as exc:
+        print(f"rlgate: error: {printable(exc)}", file=sys.stderr)
+        raise _Exit(int(exc.exit_code)) from exc
+    except KeyboardInterrupt:
+        print("rlgate: interrupted", file=sys.stderr)
+        raise _Exit(130) from None
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        print(
+            f"rlgate: error: cannot access{printable(where)}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        raise _Exit(int(ExitCode.USAGE)) from exc
+    except Exception as exc:
+        if os.environ.get("RLGATE_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"rlgate: internal error (a bug in rlgate, not a gate verdict): "
+            f"{type(exc).__name__}: {printable(exc)}\n"
+            "  please report it with the command line and the output of the same command "
+            "run with RLGATE_DEBUG=1",
+            file=sys.stderr,
+        )
+        raise _Exit(int(ExitCode.INTERNAL)) from exc
+
+
+class _Printable(io.TextIOBase):
+    """A text stream that shows control characters visibly (see ``rlgate.core.text``)."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+
+@contextlib.contextmanager
+def _printable_streams() -> Iterator[None]:
+    """Everything the CLI prints goes through ``printable``: no input can drive the terminal."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Printable(saved[0]), _Printable(saved[1])  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = saved
+
+
+# --- rlgate versions ---------------------------------------------------------
+
+
+def _add_versions(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("versions", help="print the library versions rlgate tests against")
+    p.set_defaults(func=_cmd_versions)
+
+
+def _cmd_versions(args: argparse.Namespace) -> int:
+    print(format_versions(tested_versions()))
+    return ExitCode.OK
+
+
+# --- rlgate run ----------------------------------------------------------------
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a tier with pytest (extra arguments go to pytest)",
+        description="Run tiers of the suite: `rlgate run functional --junitxml out.xml`.",
+    )
+    p.add_argument("tier", help="marker expression, e.g. functional or 'convergence or perf'")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
+    p.set_defaults(func=_cmd_run)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import pytest
+
+    code = pytest.main(["-m", args.tier, *args.pytest_args])
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        print(f"rlgate: no tests selected by -m {args.tier!r}", file=sys.stderr)
+        return ExitCode.USAGE
+    return int(code)
+
+
+# --- rlgate recipe check ------------------------------------------------------
+
+# Worst first: an internal error (nothing can be trusted), an input that could not be
+# checked at all, an incompatible config, checks that could not run here, all passed.
+_RECIPE_EXIT_ORDER = (
+    ExitCode.INTERNAL,
+    ExitCode.USAGE,
+    ExitCode.FAIL,
+    ExitCode.INFRA,
+    ExitCode.OK,
+)
+RECIPE_CHECK_JSON_VERSION = 2
+
+
+def split_configs_and_overrides(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Hydra's rule: an argument with ``=`` or starting with ``~``/``+`` is an override."""
+    overrides = [a for a in args if "=" in a or a.startswith(("~", "+"))]
+    configs = [a for a in args if a not in overrides]
+    return configs, overrides
+
+
+def worst_exit_code(codes: Sequence[int]) -> int:
+    """The worst of several configs' exit codes (order: 70 > 2 > 1 > 3 > 0)."""
+    rank = {int(c): i for i, c in enumerate(_RECIPE_EXIT_ORDER)}
+    return min(codes, key=lambda c: rank.get(int(c), 0), default=int(ExitCode.USAGE))
+
+
+def _add_recipe(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("recipe", help="validate NeMo RL GRPO configs (rlgate's or NeMo RL's own)")
+    rsub = p.add_subparsers(dest="recipe_command", required=True, metavar="ACTION")
+    c = rsub.add_parser(
+        "check",
+        help="joint RL x Gym x template x parser x async validation (no GPU, seconds)",
+        description="Check one or more NeMo RL GRPO configs in one process. Exit 0 when every "
+        "check ran and passed (warnings allowed), 1 when a config is incompatible (one "
+        "message per problem), 3 when no error was found but checks could not run here "
+        "(e.g. the tokenizer is not available offline), 2 on bad input (unreadable file, "
+        "not a GRPO config, bad override), 70 on a bug in rlgate. With several configs: "
+        "the worst of them, in the order 70 > 2 > 1 > 3 > 0.",
+    )
+    c.add_argument(
+        "args",
+        nargs="+",
+        metavar="CONFIG_OR_OVERRIDE",
+        help="NeMo RL config YAMLs (a defaults: chain is followed) and NeMo RL (Hydra) "
+        "overrides a.b=c, ++a.b=c, ~a.b: an argument containing '=' or starting with '~' "
+        "or '+' is an override and applies to every config",
+    )
+    c.add_argument(
+        "--tokenizers",
+        default=os.environ.get("RLGATE_TOKENIZERS"),
+        help="tokenizer root, one subfolder per model (default: $RLGATE_TOKENIZERS, else HF)",
+    )
+    c.add_argument(
+        "--json",
+        dest="json_out",
+        help="write {schema_version: 2, exit_code, summary, reports: [one per config]} here",
+    )
+    c.add_argument("-q", "--quiet", action="store_true", help="print errors and warnings only")
+    c.set_defaults(func=_cmd_recipe_check)
+
+
+def _check_output_path(path: str, inputs: Sequence[str]) -> None:
+    """Refuse an unusable --json target before spending time on the checks."""
+    from pathlib import Path
+
+    from rlgate.core.errors import RecipeError
+
+    out = Path(path)
+    if out.is_dir():
+        raise RecipeError(f"--json {path}: is a directory", hint="give a file path")
+    if out.parent.exists() and not out.parent.is_dir():
+        raise RecipeError(f"--json {path}: {out.parent} is not a directory")
+    if any(out.resolve() == Path(i).resolve() for i in inputs):
+        raise RecipeError(
+            f"--json {path}: it is one of the configs checked",
+            hint="rlgate never overwrites what you gave it; choose another output path",
+        )
+
+
+def _failure(exc: BaseException) -> tuple[int, str]:
+    """Exit code and one message for a config that could not be checked (as _handle_errors)."""
+    if isinstance(exc, RlgateError):
+        return int(exc.exit_code), str(exc)
+    if isinstance(exc, OSError):
+        where = f" {exc.filename}" if exc.filename else ""
+        return int(ExitCode.USAGE), f"cannot access{where}: {exc.strerror or exc}"
+    if os.environ.get("RLGATE_DEBUG"):
+        traceback.print_exception(exc)
+    return int(ExitCode.INTERNAL), (
+        f"internal error (a bug in rlgate, not a gate verdict): {type(exc).__name__}: {exc}\n"
+        "  please report it with the command line and the output of the same command run "
+        "with RLGATE_DEBUG=1"
+    )
+
+
+def _print_report(report: CompatReport, quiet: bool) -> None:
+    from rlgate.recipe.findings import Severity
+
+    for finding in report.findings:
+        if quiet and finding.severity is Severity.INFO:
+            continue
+        print(finding)
+    by_reason: dict[str, list[str]] = {}
+    for check in report.skipped:
+        by_reason.setdefault(check.reason, []).append(check.name)
+    for reason, names in by_reason.items():
+        print(f"NOT RUN {', '.join(names)}: {reason}")
+    counts = f"{len(report.errors)} errors, {len(report.warnings)} warnings"
+    if report.skipped:
+        counts += f", {len(report.skipped)} checks not run"
+    verdict = {"compatible": "compatible", "incompatible": "INCOMPATIBLE"}.get(
+        report.status, "INCOMPLETE"
+    )
+    print(f"{report.recipe.name}: {verdict} ({counts})")
+
+
+def _cmd_recipe_check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rlgate.checks.recipe import check_recipe_file
+    from rlgate.core.errors import RecipeError
+    from rlgate.core.io import write_json_atomic
+
+    configs, overrides = split_configs_and_overrides(args.args)
+    if not configs:
+        raise RecipeError(
+            f"no config given, only overrides {overrides}",
+            hint="rlgate recipe check CONFIG.yaml [CONFIG.yaml ...] [key=value ...]",
+        )
+    if args.json_out:
+        _check_output_path(args.json_out, configs)
+    many = len(configs) > 1
+    docs: list[dict[str, object]] = []
+    statuses: list[str] = []
+    for config in configs:
+        if many:
+            print(f"== {config}")
+        try:
+            report = check_recipe_file(config, overrides, args.tokenizers, skip_unavailable=True)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # one config's failure must not hide the others' results
+            code, message = _failure(exc)
+            print(f"rlgate: error: {message}", file=sys.stderr)
+            status = "error" if code == ExitCode.INTERNAL else "invalid"
+            if many:
+                print(f"{Path(config).stem}: NOT CHECKED ({status}, exit {code})")
+            docs.append(
+                {
+                    "recipe": config,
+                    "name": Path(config).stem,
+                    "overrides": list(overrides),
+                    "status": status,
+                    "exit_code": code,
+                    "compatible": False,
+                    "error": message,
+                    "checks": [],
+                    "findings": [],
+                }
+            )
+            statuses.append(status)
+            continue
+        _print_report(report, args.quiet)
+        docs.append(report.as_dict())
+        statuses.append(report.status)
+    code = worst_exit_code([int(d["exit_code"]) for d in docs])  # type: ignore[call-overload]
+    summary = {s: statuses.count(s) for s in ("compatible", "incompatible", "incomplete")}
+    summary["not_checked"] = sum(s in ("invalid", "error") for s in statuses)
+    if many:
+        print(
+            f"recipe check: {len(configs)} configs: {summary['compatible']} compatible, "
+            f"{summary['incompatible']} incompatible, {summary['incomplete']} incomplete, "
+            f"{summary['not_checked']} not checked; exit {code}"
+        )
+    if args.json_out:
+        payload = {
+            "schema_version": RECIPE_CHECK_JSON_VERSION,
+            "command": "recipe check",
+            "exit_code": code,
+            "overrides": list(overrides),
+            "summary": {"configs": len(configs), **summary},
+            "reports": docs,
+        }
+        write_json_atomic(args.json_out, payload, inputs=configs)
+    return code
+
+
+# --- parser --------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(prog="rlgate", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    adders = (
+        _add_versions,
+        _add_run,
+        _add_recipe,
+        _cli_runs.add_check_run,
+        _cli_runs.add_launch,
+        _cli_runs.add_watch,
+        _cli_runs.add_budget,
+        _cli_runs.add_bench,
+        _cli_swe.add_swe,
+        _cli_report.add_report,
+    )
+    for add in adders:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    parser = build_parser()
+    # `rlgate run TIER <pytest args>` forwards unknown options (e.g. --swe-before X) to pytest.
+    args, unknown = parser.parse_known_args(argv)
+    # `rlgate recipe check A.yaml --json o.json B.yaml k=v`: argparse stops the positional
+    # list at the first option; configs and overrides after it are positionals too.
+    if unknown and getattr(args, "func", None) is _cmd_recipe_check:
+        if not any(u.startswith("-") for u in unknown):
+            args.args, unknown = [*args.args, *unknown], []
+    if unknown:
+        if getattr(args, "command", None) != "run":
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        args.pytest_args = [*unknown, *args.pytest_args]
+    # `rlgate run` hands the terminal to pytest (colours); every other command's output is
+    # made printable, so no untrusted name or message reaches the terminal raw.
+    guard = contextlib.nullcontext() if args.command == "run" else _printable_streams()
+    try:
+        with guard, _handle_errors():
+            return int(args.func(args))
+    except _Exit as stop:
+        return stop.code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

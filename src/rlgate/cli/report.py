@@ -1,0 +1,89 @@
+"""``rlgate report`` (the go/no-go release report and ``--demo``).
+
+Part of the ``rlgate`` CLI (:mod:`rlgate.cli`): argument parsing and thin calls into the
+library; errors become exit codes in ``rlgate.cli.app._handle_errors``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from rlgate.core.errors import ExitCode, RlgateError
+
+__all__ = ["add_report"]
+
+# --- rlgate report ----------------------------------------------------------------
+
+_REPORT_DOC = (
+    "Merge every tier's JUnit into one go/no-go report (report.md, self-contained report.html, "
+    "junit.xml, report.json, plots/). Exit codes: 0 GO, 1 NO-GO, 2 usage/invalid input, "
+    "3 INCOMPLETE (a tier did not run, or the SWE comparison is inconclusive or missing)."
+)
+
+
+def add_report(sub: argparse._SubParsersAction) -> None:
+    """Register ``rlgate report``."""
+    p = sub.add_parser("report", help="the go/no-go release report", description=_REPORT_DOC)
+    p.add_argument("--junit", nargs="+", default=[], metavar="FILE", help="JUnit XML of any tier")
+    p.add_argument("--run", nargs="+", default=[], metavar="RUN_JSON", help="check-run --json")
+    p.add_argument("--swe", metavar="SWE_JSON", help="rlgate swe compare --json output")
+    p.add_argument("--recipe", help="the recipe trained (model, cluster, template for the report)")
+    p.add_argument("--baseline", help="baseline run for the perf plot")
+    p.add_argument("--band-run", nargs="+", default=[], metavar="RUN", help="reward band runs")
+    p.add_argument(
+        "--tokenizers",
+        default=os.environ.get("RLGATE_TOKENIZERS"),
+        help="tokenizer root (hashes in the report; the demo's functional tier needs it)",
+    )
+    p.add_argument("--out", help="output directory (default: rlgate-report, demo-report)")
+    p.add_argument("--force", action="store_true", help="write into a non-empty foreign --out")
+    p.add_argument("--no-plots", action="store_true", help="skip the figures (faster)")
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="build the bundled demo: the functional tier for real, generated DEMO runs and "
+        "SWE results, and their report",
+    )
+    p.set_defaults(func=_cmd_report)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from rlgate.report.build import Verdict, build_report, prepare_out_dir, write_report
+
+    given = [*args.junit, *args.run, *args.band_run, args.swe, args.recipe, args.baseline]
+    given = [g for g in given if g]
+    if args.demo:
+        if given:
+            raise RlgateError("--demo builds its own inputs; do not pass --junit/--run/--swe/...")
+        from rlgate.demo.build import run_demo
+
+        result = run_demo(args.out or "demo-report", tokenizers=args.tokenizers, force=args.force)
+        report, files = result.report, result.files
+        print(result.functional)
+    else:
+        if not args.junit:
+            raise RlgateError("rlgate report needs --junit FILE... (or --demo)")
+        report = build_report(
+            args.junit,
+            runs=args.run,
+            swe=args.swe,
+            recipe=args.recipe,
+            baseline=args.baseline,
+            band_runs=args.band_run,
+            tokenizers=args.tokenizers,
+            draw_plots=not args.no_plots,
+        )
+        # after reading: every input is known (run directories a run JSON names included)
+        # and nothing is created on disk for inputs that turn out to be invalid
+        protected = [*given, *report.protected]
+        out = prepare_out_dir(args.out or "rlgate-report", force=args.force, inputs=protected)
+        files = write_report(report, out)
+    print(f"verdict: {report.verdict.value}")
+    print(report.story)
+    for b in report.blockers:
+        print(f"  {b.forces.value:<10} {b.title}: {b.detail[:160]}")
+    print(f"report: {files['html']} and {files['markdown']}; merged JUnit: {files['junit']}")
+    return {Verdict.GO: ExitCode.OK, Verdict.NO_GO: ExitCode.FAIL}.get(
+        report.verdict, ExitCode.INFRA
+    )

@@ -1,0 +1,393 @@
+"""``rlgate check-run``, ``launch``, ``watch``, ``budget``, ``bench rollout`` (tiers 2-3, runs).
+
+Part of the ``rlgate`` CLI (:mod:`rlgate.cli`): argument parsing and thin calls into the
+library; errors become exit codes in ``rlgate.cli.app._handle_errors``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from rlgate.core.errors import ExitCode, LaunchError, RlgateError
+from rlgate.core.validate import poll_seconds, positive_float, positive_int
+
+__all__ = ["add_bench", "add_budget", "add_check_run", "add_launch", "add_watch"]
+
+# --- rlgate check-run ----------------------------------------------------------
+
+
+def add_check_run(sub: argparse._SubParsersAction) -> None:
+    """Register ``rlgate check-run``."""
+    p = sub.add_parser(
+        "check-run",
+        help="judge a NeMo RL run against a recipe's convergence/perf bounds",
+        description="Exit 0 when every check passes, 1 when one fails or errors, 2 on bad "
+        "input (also when the recipe declares no gates, or every check was skipped).",
+    )
+    p.add_argument(
+        "run",
+        metavar="LOG_DIR_OR_METRICS_JSON",
+        help="NeMo RL logger.log_dir, an event file, a metrics.json or an MLPerf log",
+    )
+    p.add_argument("--recipe", required=True, help="recipe YAML with an rlgate: block")
+    p.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="NeMo RL (Hydra) override applied to the recipe (repeatable)",
+    )
+    p.add_argument("--baseline", help="baseline run of the same recipe and hardware (perf)")
+    p.add_argument("--rollouts", help="NeMo Gym rollouts JSONL (ng_collect_rollouts output)")
+    p.add_argument(
+        "--max-steps", type=positive_int, help="target step, >= 1 (default: the recipe's)"
+    )
+    p.add_argument(
+        "--band-run",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="earlier good run for the reference band (repeatable; default: the recipe's "
+        "rlgate.band.runs)",
+    )
+    p.add_argument("--sync-run", help="sync twin of an async run (async-vs-sync speedup)")
+    p.add_argument(
+        "--tier",
+        action="append",
+        choices=["convergence", "perf"],
+        help="restrict to a tier (repeatable; default: both)",
+    )
+    p.add_argument("--json", dest="json_out", help="write the results as JSON here")
+    p.add_argument("--junit", dest="junit_out", help="write the results as JUnit XML here")
+    p.set_defaults(func=_cmd_check_run)
+
+
+def _cmd_check_run(args: argparse.Namespace) -> int:
+    from rlgate.checks.plan import load_inputs, load_plan, render_junit, render_table, run_gate
+    from rlgate.core.io import write_json_atomic, write_text_atomic
+    from rlgate.core.results import Tier
+
+    for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
+        _require_file_path(flag, out)
+    plan = load_plan(args.recipe, max_steps=args.max_steps, overrides=args.override)
+    inputs = load_inputs(
+        plan,
+        args.run,
+        baseline=args.baseline,
+        rollouts=args.rollouts,
+        band_runs=args.band_run,
+        sync_run=args.sync_run,
+    )
+    tiers = tuple(Tier(t) for t in args.tier) if args.tier else (Tier.CONVERGENCE, Tier.PERF)
+    report = run_gate(plan, inputs, tiers)
+    print(render_table(report), end="")
+    given = [args.recipe, args.run, args.baseline, args.rollouts, args.sync_run, *args.band_run]
+    given = [path for path in given if path]
+    if args.json_out:
+        write_json_atomic(args.json_out, report.to_dict(), inputs=given)
+    if args.junit_out:
+        write_text_atomic(args.junit_out, render_junit(report), inputs=given)
+    return ExitCode.OK if report.passed else ExitCode.FAIL
+
+
+def _require_file_path(flag: str, path: str | None) -> None:
+    """Refuse an output path that can never be written, before any work is done."""
+    if not path:
+        return
+    out = os.path.abspath(path)
+    if os.path.isdir(out):
+        raise RlgateError(f"{flag} {path} is a directory", hint="give the path of a file")
+    parent = os.path.dirname(out)
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if parent and not os.path.isdir(parent):
+        raise RlgateError(f"{flag} {path}: {parent} is not a directory")
+
+
+# --- rlgate launch / watch / budget ----------------------------------------------
+
+
+def add_launch(sub: argparse._SubParsersAction) -> None:
+    """Register ``rlgate launch``."""
+    p = sub.add_parser(
+        "launch",
+        help="start a recipe's NeMo RL run on Slurm (ray.sub), a Ray cluster, or locally",
+        description="Exit 0 when submitted (or, with --watch, completed), 1 when the recipe "
+        "check fails, 2 on bad input, 3 when the cluster is unreachable.",
+    )
+    p.add_argument("recipe", help="NeMo RL config YAML (a defaults: chain is followed)")
+    p.add_argument("overrides", nargs="*", help="NeMo RL (Hydra) overrides: a.b=c, ++a.b=c, ~a.b")
+    p.add_argument("--backend", required=True, choices=["slurm", "ray", "local"])
+    p.add_argument("--nemo-rl-dir", default=os.environ.get("RLGATE_NEMO_RL_DIR"))
+    p.add_argument("--site", default=os.environ.get("RLGATE_SITE"), help="site config YAML")
+    p.add_argument("--steps", type=positive_int, help="grpo.max_num_steps (default: the recipe's)")
+    p.add_argument(
+        "--steps-per-run", type=positive_int, help="steps one job reaches (Slurm chains)"
+    )
+    p.add_argument("--minutes", type=positive_int, help="time limit of one job (Slurm)")
+    p.add_argument("--run-dir", help="new run directory (default: <runs_root>/<recipe>-<time>)")
+    p.add_argument("--ray-address", help="Ray job API, http://<head>:8265 (overrides the site)")
+    p.add_argument(
+        "--entrypoint",
+        help="replace `uv run examples/nemo_gym/run_grpo_nemo_gym.py` (shell words), e.g. "
+        "'python -m rlgate.testing.standin' for a GPU-free smoke test",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the script, submit nothing")
+    p.add_argument("--no-check", action="store_true", help="skip the `recipe check` gate")
+    p.add_argument("--tokenizers", default=os.environ.get("RLGATE_TOKENIZERS"))
+    p.add_argument("--watch", action="store_true", help="then follow the run (rlgate watch)")
+    p.add_argument("--interval", type=poll_seconds, default=60.0, help="watch poll interval (s)")
+    p.set_defaults(func=_cmd_launch)
+
+
+def _cmd_launch(args: argparse.Namespace) -> int:
+    from rlgate.launch.manifest import Backend
+    from rlgate.launch.plan import backend_for, launch, plan_launch
+    from rlgate.launch.site import load_site_config, with_ray_address
+
+    site = with_ray_address(load_site_config(args.site), args.ray_address)
+    plan = plan_launch(
+        args.recipe,
+        backend=Backend(args.backend),
+        site=site,
+        overrides=args.overrides,
+        steps=args.steps,
+        steps_per_run=args.steps_per_run,
+        minutes=args.minutes,
+        run_dir=args.run_dir,
+        nemo_rl_dir=args.nemo_rl_dir,
+        entrypoint=_entrypoint(args.entrypoint),
+    )
+    script = backend_for(plan.backend, site).render(plan)
+    overrides = [*plan.launch_overrides, *plan.user_overrides]
+    if not args.no_check and not _launch_gate(args.recipe, overrides, args.tokenizers):
+        return ExitCode.FAIL
+    hours = "n/a (no --minutes)" if plan.gpu_hours is None else f"{plan.gpu_hours:g}"
+    cost = f"{plan.runs} run(s) x {plan.nodes} nodes x {plan.gpus_per_node} GPUs"
+    if args.dry_run:
+        print(script, end="")
+        print(f"# rlgate dry run, nothing submitted: {cost}, GPU-hours {hours}")
+        return ExitCode.OK
+    manifest = launch(plan)
+    print(f"launched {manifest.run_name} on {args.backend}: job(s) {' '.join(manifest.job_ids)}")
+    print(f"run dir {manifest.run_dir} ({cost}, GPU-hours {hours})")
+    if args.watch:
+        return _watch_dirs([manifest.run_dir], interval=args.interval, timeout=None, follow=False)
+    return ExitCode.OK
+
+
+def _entrypoint(text: str | None) -> list[str] | None:
+    import shlex
+
+    if not text:
+        return None
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:  # an unclosed quote
+        raise LaunchError(f"--entrypoint {text!r} is not a shell word list: {exc}") from None
+    if not words:
+        raise LaunchError("--entrypoint is empty")
+    return words
+
+
+def _launch_gate(recipe: str, overrides: Sequence[str], tokenizers: str | None) -> bool:
+    from rlgate.checks.recipe import check_recipe_file
+
+    report = check_recipe_file(recipe, overrides, tokenizers)
+    for finding in report.errors:
+        print(finding, file=sys.stderr)
+    for check in report.skipped:  # e.g. a parser from a plugin: said, not silently passed
+        print(f"NOT RUN {check.name}: {check.reason}", file=sys.stderr)
+    if not report.ok:
+        print(
+            f"rlgate: {report.recipe.name}: recipe check failed ({len(report.errors)} errors); "
+            "nothing launched (--no-check skips the gate)",
+            file=sys.stderr,
+        )
+    return report.ok
+
+
+def add_watch(sub: argparse._SubParsersAction) -> None:
+    """Register ``rlgate watch``."""
+    p = sub.add_parser(
+        "watch",
+        help="follow launched runs to their end; non-zero if one died or stopped short",
+        description="Exit 0 when every run completed its target step, 1 when one died or "
+        "stopped short, 3 on an infrastructure failure or a timeout.",
+    )
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="directory from rlgate launch")
+    p.add_argument("--interval", type=poll_seconds, default=60.0, help="seconds between polls")
+    p.add_argument(
+        "--timeout", type=positive_float, help="give up after this many minutes (exit 3)"
+    )
+    p.add_argument("--follow", action="store_true", help="print the driver log as it grows")
+    p.set_defaults(func=_cmd_watch)
+
+
+def _cmd_watch(args: argparse.Namespace) -> int:
+    timeout = args.timeout * 60 if args.timeout is not None else None
+    return _watch_dirs(args.run_dirs, interval=args.interval, timeout=timeout, follow=args.follow)
+
+
+def _watch_dirs(
+    run_dirs: Sequence[str], *, interval: float, timeout: float | None, follow: bool
+) -> int:
+    import time
+
+    from rlgate.launch.watch import watch_run
+
+    worst = ExitCode.OK
+    for run_dir in run_dirs:
+        name = os.path.basename(os.path.normpath(run_dir))
+
+        def event(text: str, name: str = name) -> None:
+            print(f"[{time.strftime('%H:%M:%S')}] {name}: {text}", flush=True)
+
+        try:
+            result = watch_run(
+                run_dir,
+                interval=interval,
+                timeout=timeout,
+                on_event=event,
+                on_log=(lambda line: print(line, flush=True)) if follow else None,
+            )
+        except RlgateError as exc:
+            print(f"rlgate: error: {name}: {exc}", file=sys.stderr)
+            worst = max(worst, exc.exit_code)
+            continue
+        print(f"{name}: {result.status.value.upper()}: {result.message}")
+        worst = max(worst, result.exit_code)
+    return worst
+
+
+def add_budget(sub: argparse._SubParsersAction) -> None:
+    """Register ``rlgate budget``."""
+    p = sub.add_parser(
+        "budget",
+        help="sum the GPU-hours of a nightly list; fail over the cap",
+        description="Exit 0 within the cap, 1 over it, 2 on an invalid list.",
+    )
+    p.add_argument("nightly", help="nightly list YAML, e.g. ci/nightly.yaml")
+    p.add_argument(
+        "--cap", type=positive_float, help="GPU-hour cap (default: the file's cap_gpu_hours)"
+    )
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="print one tab-separated line per run (name, recipe, steps, steps_per_run, "
+        "minutes, baseline, overrides) for shell loops; the summary goes to stderr",
+    )
+    p.set_defaults(func=_cmd_budget)
+
+
+def _cmd_budget(args: argparse.Namespace) -> int:
+    from rlgate.launch.budget import evaluate_budget, render_budget, render_run_table
+
+    budget = evaluate_budget(args.nightly, cap=args.cap)
+    if args.list:
+        print(render_run_table(budget.lines), end="")
+        print(render_budget(budget, verbose=False), end="", file=sys.stderr)
+    else:
+        print(render_budget(budget), end="")
+    return ExitCode.OK if budget.within_cap else ExitCode.FAIL
+
+
+# --- rlgate bench rollout ------------------------------------------------------
+
+_BENCH_DOC = (
+    "CPU cost of the rollout path per turn on the recipe's real tokenizer, template, vLLM "
+    "parsers and nemo-gym code: full re-render + re-tokenize vs incremental append, Gym "
+    "conversion, streaming vs one-shot parsing (docs/rollout-path.md). Exit codes: 0 ok, "
+    "1 a metric regressed beyond the baseline's noise, 2 usage/invalid input."
+)
+
+
+def add_bench(sub: argparse._SubParsersAction) -> None:
+    """Register ``rlgate bench``."""
+    p = sub.add_parser("bench", help="CPU benchmarks of the rollout path (no GPU)")
+    bsub = p.add_subparsers(dest="bench_command", required=True, metavar="BENCH")
+    r = bsub.add_parser("rollout", help="per-turn rollout-path overhead", description=_BENCH_DOC)
+    r.add_argument("--recipe", required=True, help="NeMo RL config YAML (an rlgate recipe)")
+    r.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="Hydra override"
+    )
+    r.add_argument("--turns", type=positive_int, help="model calls (default: agent_max_turns)")
+    r.add_argument(
+        "--parser-lengths",
+        type=positive_int,
+        nargs="+",
+        metavar="TOKENS",
+        help="model-output lengths for the parser bench (default: 1024 4096 16384)",
+    )
+    r.add_argument("--repeats", type=positive_int, default=3, help="timed passes (default 3)")
+    r.add_argument(
+        "--tokenizers",
+        default=os.environ.get("RLGATE_TOKENIZERS"),
+        help="tokenizer root, one subfolder per model (default: $RLGATE_TOKENIZERS, else HF)",
+    )
+    r.add_argument(
+        "--baseline",
+        help="stored baseline (benchmarks/rollout_baselines/<key>.json) or an earlier --json "
+        "of the same recipe, configuration, library versions and CPU",
+    )
+    r.add_argument("--json", dest="json_out", help="write the numbers and curves as JSON here")
+    r.add_argument("--plot", dest="plot_out", help="draw the curves to this PNG")
+    r.set_defaults(func=_cmd_bench_rollout)
+
+
+def _cmd_bench_rollout(args: argparse.Namespace) -> int:
+    import logging
+
+    from rlgate.bench.gate import Verdict, compare_metrics, environment, load_baseline
+    from rlgate.bench.report import (
+        bench_summary,
+        plot_bench,
+        render_bench,
+        render_verdicts,
+        verdict_rows,
+    )
+    from rlgate.bench.rollout import (
+        CLI_PARSER_LENGTHS,
+        bench_config,
+        prepare_bench,
+        run_rollout_bench,
+    )
+    from rlgate.core.errors import MetricsError
+    from rlgate.core.io import write_json_atomic
+    from rlgate.recipe.load import load_recipe
+    from rlgate.serving.setup import serving_setup
+
+    given = [args.recipe, *([args.baseline] if args.baseline else [])]
+    for out in (args.json_out, args.plot_out):
+        if out and any(os.path.realpath(out) == os.path.realpath(g) for g in given):
+            raise RlgateError(f"refusing to write {out}: it is one of the inputs")
+    recipe = load_recipe(args.recipe, args.override)
+    config = bench_config(recipe, args.turns, args.parser_lengths or CLI_PARSER_LENGTHS)
+    entry = None
+    if args.baseline:  # checked before minutes of measuring
+        baseline = load_baseline(args.baseline)
+        baseline.require_environment(environment())
+        entry = baseline.entry(recipe.name, config.as_dict())
+        if entry is None:
+            raise MetricsError(
+                f"{args.baseline} has no entry for {recipe.name} with {config.as_dict()}",
+                hint="use the same --turns/--parser-lengths as the baseline, or record one",
+            )
+    logging.getLogger("vllm").setLevel(logging.CRITICAL)  # per-parse tracebacks, not results
+    inputs = prepare_bench(serving_setup(recipe, args.tokenizers), config)
+    summary = bench_summary(run_rollout_bench(inputs, args.repeats))
+    verdicts = compare_metrics(summary["metrics"], entry.metrics) if entry else []
+    if verdicts:
+        summary["gate"] = verdict_rows(verdicts)
+    print(render_bench(summary))
+    if verdicts:
+        print(render_verdicts(verdicts))
+    if args.json_out:
+        write_json_atomic(args.json_out, summary, inputs=given)
+    if args.plot_out:
+        plot_bench(summary, args.plot_out, inputs=given)
+    failed = any(v.verdict is Verdict.FAIL for v in verdicts)
+    return ExitCode.FAIL if failed else ExitCode.OK

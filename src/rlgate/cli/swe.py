@@ -1,0 +1,239 @@
+"""``rlgate swe compare | power | eval`` (tier 4).
+
+Part of the ``rlgate`` CLI (:mod:`rlgate.cli`): argument parsing and thin calls into the
+library; errors become exit codes in ``rlgate.cli.app._handle_errors``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.validate import float_in, int_in
+
+__all__ = ["add_swe"]
+
+# --- rlgate swe ------------------------------------------------------------------
+
+_SWE_EXIT_DOC = (
+    "exit codes: 0 improved or no_significant_change, 1 regressed, 2 usage/invalid input, "
+    "3 inconclusive (infra errors, different instance sets or dataset revisions)"
+)
+
+
+# Bounds of the numeric options (docs/swe-gate.md, section 5), so a bad value stops at
+# parsing with exit 2. They equal the library's (a unit test checks), which are not
+# imported here: numpy/scipy would load for every rlgate command.
+MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000  # swe_compare.MIN_/MAX_RESAMPLES
+MAX_SEED = 2**32 - 1  # swe_compare.MAX_SEED
+MAX_WORKERS, MAX_TIMEOUT_S = 1024, 7 * 24 * 3600  # harness.MAX_WORKERS / MAX_TIMEOUT_S
+MAX_POWER_N = 100_000  # stats.MAX_EXACT_N: instances in a power design
+MAX_POWER_SEEDS = 256  # swebench.MAX_RUNS_PER_ARM: runs per arm in a power design
+MAX_POWER_VALUES = 50  # values per --n / --discordance / --seeds list
+#: Instances enumerated over all exact (one-seed) rows of one `swe power` call.
+MAX_POWER_EXACT_WORK = 1_000_000
+
+
+def _split(text: str) -> str:
+    from rlgate.swe.records import check_split
+
+    try:
+        return check_split(text)
+    except RlgateError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _nonempty(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def add_swe(sub: argparse._SubParsersAction) -> None:
+    """Register ``rlgate swe``."""
+    p = sub.add_parser("swe", help="SWE-bench before/after gate (tier 4)")
+    swe = p.add_subparsers(dest="swe_command", required=True, metavar="SWE_COMMAND")
+    dataset = os.environ.get("RLGATE_SWE_DATASET", "SWE-bench/SWE-bench_Verified")
+    alpha = float_in(0, 1, open_lo=True, open_hi=True)
+    c = swe.add_parser("compare", help="compare before/after results", description=_SWE_EXIT_DOC)
+    c.add_argument("--before", nargs="+", required=True, metavar="PATH", help="base runs")
+    c.add_argument("--after", nargs="+", required=True, metavar="PATH", help="trained runs")
+    c.add_argument("--dataset", type=_nonempty, default=dataset, help="parquet/dir/HF name")
+    c.add_argument("--split", type=_split, default="test")
+    c.add_argument("--alpha", type=alpha, default=0.05)
+    c.add_argument("--margin-pp", type=float_in(0, 100), default=0.0, help="tolerated drop")
+    c.add_argument("--max-infra-error-rate", type=float_in(0, 1), default=0.05)
+    c.add_argument(
+        "--resamples",
+        type=int_in(MIN_RESAMPLES, MAX_RESAMPLES),
+        default=10_000,
+        help=f"bootstrap/permutation draws ({MIN_RESAMPLES:,}..{MAX_RESAMPLES:,})",
+    )
+    c.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="resampling seed")
+    c.add_argument("--json", type=Path, help="write the comparison JSON here")
+    c.add_argument("--junit", type=Path, help="write JUnit XML here")
+    c.set_defaults(func=_cmd_swe_compare)
+    w = swe.add_parser("power", help="minimum detectable difference for an eval design")
+    w.add_argument("--n", type=int_in(1, MAX_POWER_N), nargs="+", default=[500], help="instances")
+    w.add_argument("--discordance", type=float_in(0, 1, open_lo=True), nargs="+", default=[0.15])
+    w.add_argument(
+        "--seeds", type=int_in(1, MAX_POWER_SEEDS), nargs="+", default=[1], help="runs per arm"
+    )
+    w.add_argument("--alpha", type=alpha, default=0.05)
+    w.add_argument("--power", type=float_in(0, 1, open_lo=True, open_hi=True), default=0.8)
+    w.add_argument("--noise-fraction", type=float_in(0, 1), default=None)
+    w.add_argument("--json", type=Path)
+    w.set_defaults(func=_cmd_swe_power)
+    e = swe.add_parser("eval", help="run swebench.harness.run_evaluation with prechecks")
+    e.add_argument("--predictions", type=Path, required=True, metavar="PREDS.jsonl")
+    e.add_argument("--run-id", required=True)
+    e.add_argument("--dataset", type=_nonempty, default=dataset)
+    e.add_argument("--split", type=_split, default="test")
+    e.add_argument("--max-workers", type=int_in(1, MAX_WORKERS), default=4)
+    e.add_argument(
+        "--timeout",
+        type=int_in(1, MAX_TIMEOUT_S),
+        default=1800,
+        help="per-instance test timeout (s)",
+    )
+    e.add_argument("--instance-ids", nargs="+", default=[])
+    e.add_argument("--run-dir", type=Path, help="default: swe_runs/<run-id>")
+    e.add_argument("--modal", action="store_true", help="run on Modal instead of Docker")
+    e.add_argument("--allow-pull", action="store_true", help="let the harness pull images")
+    e.add_argument("--no-retry", action="store_true", help="do not retry infra failures")
+    e.set_defaults(func=_cmd_swe_eval)
+
+
+def _check_outputs(outputs: list[Path | None], inputs: list[str]) -> None:
+    """Refuse, before any work, outputs that would overwrite an input or each other.
+
+    An output may not be an input, nor lie inside an input directory (a run directory or
+    log directory: its record and reports are inputs too), nor be another output.
+    """
+    wanted = [o for o in outputs if o is not None]
+    targets = [o.resolve() for o in wanted]
+    if len(set(targets)) != len(targets):
+        raise RlgateError(
+            f"--json and --junit name the same file ({wanted[0]}); one would overwrite the other"
+        )
+    for out, target in zip(wanted, targets, strict=True):
+        for item in inputs:
+            source = Path(item)
+            if target == source.resolve():
+                why = "it is one of the inputs"
+            elif source.is_dir() and target.is_relative_to(source.resolve()):
+                why = f"it lies inside the input directory {item}"
+            else:
+                continue
+            raise RlgateError(
+                f"refusing to write {out}: {why}",
+                hint="choose an output path outside the inputs; rlgate never overwrites "
+                "what you gave it",
+            )
+
+
+def _cmd_swe_compare(args: argparse.Namespace) -> int:
+    from rlgate.core.io import write_json_atomic, write_text_atomic
+    from rlgate.swe.compare import GateOptions, Verdict, compare_arms
+    from rlgate.swe.readers import load_arm
+    from rlgate.swe.records import load_universe
+    from rlgate.swe.report import build_swe_junit, comparison_to_dict, render_swe_summary
+
+    inputs = [*args.before, *args.after, args.dataset]
+    _check_outputs([args.json, args.junit], inputs)
+    options = GateOptions(
+        alpha=args.alpha,
+        margin_pp=args.margin_pp,
+        max_infra_error_rate=args.max_infra_error_rate,
+        n_resamples=args.resamples,
+        seed=args.seed,
+    )
+    universe = load_universe(args.dataset, split=args.split)
+    before = load_arm("before", args.before, universe)
+    after = load_arm("after", args.after, universe)
+    comparison = compare_arms(before, after, universe, options)
+    if args.json:
+        write_json_atomic(args.json, comparison_to_dict(comparison), inputs=inputs)
+    if args.junit:
+        xml = build_swe_junit(comparison).tostring().decode("utf-8")
+        write_text_atomic(args.junit, xml, inputs=inputs)
+    print(render_swe_summary(comparison))
+    return {
+        Verdict.IMPROVED: ExitCode.OK,
+        Verdict.NO_SIGNIFICANT_CHANGE: ExitCode.OK,
+        Verdict.REGRESSED: ExitCode.FAIL,
+        Verdict.INCONCLUSIVE: ExitCode.INFRA,
+    }[comparison.verdict]
+
+
+def _cmd_swe_power(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from rlgate.core.io import write_json_atomic
+    from rlgate.swe import stats
+
+    noise = stats.DEFAULT_NOISE_FRACTION if args.noise_fraction is None else args.noise_fraction
+    for flag, values in (
+        ("--n", args.n),
+        ("--discordance", args.discordance),
+        ("--seeds", args.seeds),
+    ):
+        if len(values) > MAX_POWER_VALUES:
+            raise RlgateError(
+                f"swe power: {flag} has {len(values)} values (at most {MAX_POWER_VALUES})"
+            )
+    work = sum(args.n) * len(args.discordance) * args.seeds.count(1)
+    if work > MAX_POWER_EXACT_WORK:
+        raise RlgateError(
+            f"swe power: the one-seed rows enumerate {work:,} instances in total "
+            f"(at most {MAX_POWER_EXACT_WORK:,}; the exact power costs time in proportion)",
+            hint="ask for fewer --n/--discordance values with --seeds 1",
+        )
+    try:
+        rows = [
+            stats.minimum_detectable_difference(
+                n, psi, seeds=k, alpha=args.alpha, power=args.power, noise_fraction=noise
+            )
+            for n in args.n
+            for psi in args.discordance
+            for k in args.seeds
+        ]
+    except ValueError as exc:
+        raise RlgateError(f"swe power: {exc}") from exc
+    print(f"minimum detectable difference (two-sided alpha={args.alpha}, power={args.power})")
+    print(f"{'n':>6}{'discordance':>13}{'seeds':>7}{'MDE pp':>9}  method")
+    for r in rows:
+        mde = "n/a" if r.mde is None else f"{100 * r.mde:.1f}"
+        print(f"{r.n:>6}{r.discordance:>13.3f}{r.seeds:>7}{mde:>9}  {r.method}")
+    if len(rows) == 1 and rows[0].mde is not None:
+        print(f"MDE = {100 * rows[0].mde:.1f} pp")
+    if args.json:
+        payload = {"rows": [dataclasses.asdict(r) for r in rows], "noise_fraction": noise}
+        write_json_atomic(args.json, payload)
+    return ExitCode.OK
+
+
+def _cmd_swe_eval(args: argparse.Namespace) -> int:
+
+    from rlgate.swe.harness import HarnessOptions, run_swebench_eval
+
+    opts = HarnessOptions(
+        predictions=args.predictions,
+        run_id=args.run_id,
+        dataset=args.dataset,
+        split=args.split,
+        max_workers=args.max_workers,
+        timeout=args.timeout,
+        instance_ids=tuple(args.instance_ids),
+        modal=args.modal,
+    )
+    run_dir = args.run_dir or Path("swe_runs") / args.run_id
+    result = run_swebench_eval(opts, run_dir, allow_pull=args.allow_pull, retry=not args.no_retry)
+    print(f"final report: {result.final_report}")
+    print(f"attempts: {len(result.attempts)}; record: {result.record}")
+    if result.remaining_infra:
+        ids = ", ".join(f"{f.instance_id} ({f.reason})" for f in result.remaining_infra[:10])
+        print(f"warning: {len(result.remaining_infra)} infra failure(s) remain: {ids}")
+    return ExitCode.OK

@@ -1,0 +1,1 @@
+"""The bottom layer: errors, safe I/O, text escaping, validators, versions, results."""

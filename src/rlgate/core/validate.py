@@ -1,0 +1,158 @@
+"""Validators shared by the inputs of the run commands: CLI numbers, names, pydantic messages.
+
+One definition each, used by every command and file format that needs it:
+
+* :func:`positive_int`, :func:`positive_float`, :func:`poll_seconds`, :func:`int_in`,
+  :func:`float_in`: argparse ``type=`` functions; a count or duration that is zero,
+  negative, NaN, infinite, out of its documented range or not a number is a usage error
+  (exit 2) before any work starts. ``float("nan")`` compares false with everything, so a
+  bare ``lo <= x <= hi`` test would let NaN through: these refuse NaN and infinities
+  first, and bound integers on both sides so a tiny argument cannot ask for hours of work
+  (``--n 100000000``) or crash a library (``--seed -1``);
+* :data:`PositiveInt`, :data:`PositiveFloat`: the same rules inside pydantic models (strict:
+  ``true`` or ``"20"`` is not a count);
+* :func:`check_env_name`: a POSIX environment-variable name (``[A-Za-z_][A-Za-z0-9_]*``);
+* :data:`LineText`: a string without control characters (a path or value from a file);
+* :func:`problems`: a pydantic ``ValidationError`` as one line per problem, naming the key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from collections.abc import Callable
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, ValidationError
+
+from rlgate.core.text import one_line
+
+__all__ = [
+    "MAX_POLL_SECONDS",
+    "POSIX_NAME",
+    "LineText",
+    "PositiveFloat",
+    "PositiveInt",
+    "check_env_name",
+    "float_in",
+    "int_in",
+    "poll_seconds",
+    "positive_float",
+    "positive_int",
+    "problems",
+]
+
+POSIX_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A poll interval beyond a day is a typo; time.sleep() overflows near 1e10 s anyway.
+MAX_POLL_SECONDS = 86_400.0
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _no_control(text: str) -> str:
+    if _CONTROL.search(text):
+        raise ValueError("holds a control character (newline, tab, NUL, ...)")
+    return text
+
+
+LineText = Annotated[str, AfterValidator(_no_control)]
+PositiveInt = Annotated[int, Field(strict=True, ge=1)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+def positive_int(text: str) -> int:
+    """Argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """Argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def poll_seconds(text: str) -> float:
+    """Argparse type: seconds between polls, finite, > 0 and at most a day."""
+    value = positive_float(text)
+    if value > MAX_POLL_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_POLL_SECONDS:g} s, got {text!r}")
+    return value
+
+
+def int_in(lo: int, hi: int) -> Callable[[str], int]:
+    """A ``type=`` parser for an integer in ``[lo, hi]``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is outside {lo:,}..{hi:,}")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in "invalid <name> value"
+    return parse
+
+
+def float_in(
+    lo: float, hi: float, *, open_lo: bool = False, open_hi: bool = False
+) -> Callable[[str], float]:
+    """A ``type=`` parser for a finite number between ``lo`` and ``hi`` (open or closed ends)."""
+    lo_text = f"({lo}" if open_lo else f"[{lo}"
+    hi_text = f"{hi})" if open_hi else f"{hi}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        below = value <= lo if open_lo else value < lo
+        above = value >= hi if open_hi else value > hi
+        if below or above:
+            raise argparse.ArgumentTypeError(f"{value} is outside {lo_text}, {hi_text}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def check_env_name(name: str) -> str:
+    """``name`` if it is a POSIX environment-variable name, else ``ValueError`` naming it."""
+    if not POSIX_NAME.fullmatch(name):
+        raise ValueError(
+            f"{name!r} is not an environment variable name (letters, digits and _, "
+            "not starting with a digit)"
+        )
+    return name
+
+
+def problems(exc: ValidationError) -> str:
+    """One line per problem: ``  <key path>: <what is wrong> (got <value>)``."""
+    lines = []
+    for err in exc.errors():
+        parts = [p for p in err["loc"] if p != "[key]"]  # pydantic's marker for a bad dict key
+        loc = ".".join(f"[{p}]" if isinstance(p, int) else one_line(p) for p in parts)
+        loc = loc.replace(".[", "[") or "(top level)"
+        if err["type"] == "extra_forbidden":
+            lines.append(f"  {loc}: unknown key")
+            continue
+        msg = err["msg"].removeprefix("Value error, ")
+        value = err.get("input")
+        got = "" if isinstance(value, dict | list) else f" (got {one_line(repr(value))[:80]})"
+        lines.append(f"  {loc}: {msg}{got}")
+    return "\n".join(lines)

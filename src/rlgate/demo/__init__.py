@@ -1,0 +1,1 @@
+"""The bundled demo report (generated DEMO inputs, the functional tier for real)."""

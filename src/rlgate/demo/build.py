@@ -1,0 +1,304 @@
+"""The bundled demo: ``rlgate report --demo --out DIR`` builds a whole release report here.
+
+What runs, in about a minute on 2 cores:
+
+1. the **functional tier for real** (``python -m pytest -m functional tests/functional``
+   from the source checkout, real vLLM parsers, tokenizers, templates and nemo-gym code) in
+   a subprocess, writing ``functional.xml``; without a tokenizer root (``--tokenizers`` /
+   ``RLGATE_TOKENIZERS``) or a source checkout it does not run, and the report says so and
+   is INCOMPLETE, never GO;
+2. meanwhile, **generated demo runs**: a healthy run, a baseline and five band runs of the
+   fault corpus's recipe (:mod:`rlgate.testing.corpus`, TensorBoard writer, NeMo RL tag
+   names) plus healthy Gym rollouts, gated with :mod:`rlgate.checks.plan` into ``run.json`` /
+   ``run.xml``;
+3. **generated demo SWE results**: four seeds per arm as per-instance maps over the 500
+   Verified ids (the local dataset if found, else the bundled id list, see
+   ``rlgate/data/demo/README.md``), gated with :mod:`rlgate.swe.compare` into ``swe.json`` /
+   ``swe.xml``;
+4. the report (:mod:`rlgate.report.build`), labelled DEMO in its title, sentence and plots.
+
+Invariants: generated inputs live in ``DIR/demo-inputs/``, which carries a marker and is
+replaced on every run (a ``demo-inputs`` folder without the marker, or a symbolic link
+standing for the folder or its marker, is never touched); the
+demo is deterministic for a given seed; nothing outside ``DIR`` is written (the functional
+subprocess runs with ``-p no:cacheprovider`` and ``PYTHONDONTWRITEBYTECODE=1``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rlgate.core.errors import RlgateError
+from rlgate.core.io import write_json_atomic, write_text_atomic
+from rlgate.swe.records import VERIFIED_IDS_FILE
+
+if TYPE_CHECKING:
+    from rlgate.report.build import ReleaseReport
+
+__all__ = ["DemoResult", "find_swe_dataset", "run_demo", "write_demo_swe"]
+
+logger = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[3]
+BUNDLED_INSTANCES = VERIFIED_IDS_FILE
+INPUTS = "demo-inputs"
+INPUTS_MARKER = ".rlgate-demo-inputs"
+# The corpus recipe, named in NeMo RL's convention (its stem is the run's recipe id).
+DEMO_RECIPE = "grpo-qwen3.5-35ba3b-2n8g-megatron-async1off-gym-swe-demo"
+FUNCTIONAL_TIMEOUT_S = 900
+SWE_SEEDS = 4
+# Demo SWE model: per-instance solve probabilities ~ Beta(0.12, 0.18) (mean 0.40; a rerun of
+# the same model disagrees on ~11% of instances, swebench.md §3.3's E[p(1-p)] ~ 0.055), and
+# training "learns" 12% of the instances (p -> p + 0.75 (1 - p)): about +5 pp.
+_BETA, _LEARNED, _LIFT = (0.12, 0.18), 0.12, 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class DemoResult:
+    """What the demo produced."""
+
+    report: ReleaseReport
+    files: dict[str, Path]
+    functional: str  # how the functional tier went, one line
+
+
+def find_swe_dataset() -> Path:
+    """Local Verified dataset (``RLGATE_SWE_DATASET`` or ``../shared``), else the bundled ids."""
+    env = os.environ.get("RLGATE_SWE_DATASET")
+    candidates = [Path(env)] if env else []
+    candidates.append(REPO.parent / "shared/swebench/SWE-bench_Verified")
+    for candidate in candidates:
+        if (candidate / "test.parquet").is_file() or candidate.is_file():
+            return candidate
+    return BUNDLED_INSTANCES
+
+
+# --- functional tier ---------------------------------------------------------------------------
+
+
+def _start_functional(
+    inputs: Path, tokenizers: str | os.PathLike[str] | None, extra: tuple[str, ...]
+) -> tuple[subprocess.Popen[bytes] | None, str]:
+    if not tokenizers or not Path(tokenizers).is_dir():
+        return None, (
+            f"functional tier not run: no tokenizer root ({tokenizers or 'unset'}); pass "
+            "--tokenizers DIR or set RLGATE_TOKENIZERS (one subfolder per model)"
+        )
+    if not (REPO / "tests" / "functional").is_dir():
+        return (
+            None,
+            f"functional tier not run: {REPO}/tests/functional not found (no source checkout)",
+        )
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-m",
+        "functional",
+        "tests/functional",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--tokenizers",
+        str(Path(tokenizers).resolve()),
+        "--junitxml",
+        str((inputs / "functional.xml").resolve()),
+        *extra,
+    ]
+    env = dict(os.environ)
+    env.setdefault("HF_HUB_OFFLINE", "1")  # every tokenizer comes from the local root
+    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")  # write nothing into the checkout
+    log = (inputs / "functional.log").open("wb")
+    try:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    finally:
+        log.close()
+    return proc, "functional tier: " + " ".join(cmd[2:])
+
+
+def _finish_functional(proc: subprocess.Popen[bytes] | None, inputs: Path, why: str) -> str:
+    if proc is None:
+        return why
+    log = inputs / "functional.log"
+    try:
+        code = proc.wait(timeout=FUNCTIONAL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return f"functional tier killed after {FUNCTIONAL_TIMEOUT_S} s (log: {log})"
+    if not (inputs / "functional.xml").is_file():
+        return f"functional tier wrote no JUnit (pytest exit {code}; log: {log})"
+    return f"functional tier ran for real: pytest exit {code} (log: {log})"
+
+
+# --- generated runs ----------------------------------------------------------------------------
+
+
+def _write_runs(inputs: Path, seed: int) -> dict[str, Path]:
+    from rlgate.testing.corpus import Fault, corpus_recipe, write_rollouts, write_run
+
+    root = inputs / "runs"
+    paths = {
+        "run": write_run(root / "healthy", Fault.HEALTHY, seed=seed + 1000),
+        "baseline": write_run(root / "baseline", Fault.HEALTHY, seed=seed + 1),
+        "rollouts": write_rollouts(root / "rollouts.jsonl", "healthy", seed=seed + 7),
+    }
+    for k in range(5):
+        write_run(root / "band" / f"seed_{k}", Fault.HEALTHY, seed=seed + 10 + k)
+    header = "# DEMO recipe (generated by rlgate.demo.build from rlgate.testing.corpus)\n"
+    paths["recipe"] = write_text_atomic(root / f"{DEMO_RECIPE}.yaml", header + corpus_recipe())
+    paths["band"] = root / "band"
+    return paths
+
+
+def _gate_runs(inputs: Path, runs: dict[str, Path]) -> dict[str, Path]:
+    from rlgate.checks.plan import load_inputs, load_plan, render_junit, run_gate
+
+    plan = load_plan(runs["recipe"])
+    gate_inputs = load_inputs(
+        plan, runs["run"], baseline=runs["baseline"], rollouts=runs["rollouts"]
+    )
+    report = run_gate(plan, gate_inputs)
+    given = [runs["recipe"], runs["run"], runs["baseline"], runs["rollouts"]]
+    return {
+        "run_json": write_json_atomic(inputs / "run.json", report.to_dict(), inputs=given),
+        "run_junit": write_text_atomic(inputs / "run.xml", render_junit(report), inputs=given),
+    }
+
+
+# --- generated SWE results -------------------------------------------------------------------
+
+
+def write_demo_swe(
+    root: Path, ids: list[str], *, seeds: int = SWE_SEEDS, seed: int = 0
+) -> tuple[list[Path], list[Path]]:
+    """Per-instance maps for ``seeds`` runs of a base and a trained model (DEMO data)."""
+    rng = np.random.default_rng(seed)
+    n = len(ids)
+    base = rng.beta(*_BETA, n)
+    trained = np.where(rng.random(n) < _LEARNED, base + _LIFT * (1 - base), base)
+    arms: dict[str, list[Path]] = {"before": [], "after": []}
+    for arm, prob in (("before", base), ("after", trained)):
+        for k in range(seeds):
+            resolved = rng.random(n) < prob
+            no_patch = ~resolved & (rng.random(n) < (0.03 if arm == "before" else 0.015))
+            doc = {
+                iid: {"resolved": bool(r), "patch_exists": not bool(e)}
+                for iid, r, e in zip(ids, resolved, no_patch, strict=True)
+            }
+            if arm == "before" and k == 0:  # a few Docker faults, under the 5% bound
+                for iid in ids[7::167]:
+                    doc[iid] = {
+                        "resolved": False,
+                        "patch_exists": True,
+                        "infra_failure": True,
+                        "infra_failure_reason": "container_unavailable",
+                    }
+            path = root / f"{arm}_seed{k}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(doc, indent=0) + "\n", encoding="utf-8")
+            arms[arm].append(path)
+    return arms["before"], arms["after"]
+
+
+def _gate_swe(inputs: Path, seed: int) -> dict[str, Path]:
+    from rlgate.swe.compare import GateOptions, compare_arms
+    from rlgate.swe.readers import load_arm
+    from rlgate.swe.records import load_universe
+    from rlgate.swe.report import build_swe_junit, comparison_to_dict
+
+    universe = load_universe(find_swe_dataset())
+    before, after = write_demo_swe(inputs / "swe", list(universe.ids), seed=seed)
+    comparison = compare_arms(
+        load_arm("before", before, universe),
+        load_arm("after", after, universe),
+        universe,
+        GateOptions(seed=seed),
+    )
+    given = [*before, *after]
+    xml = build_swe_junit(comparison).tostring().decode("utf-8")
+    return {
+        "swe_json": write_json_atomic(
+            inputs / "swe.json", comparison_to_dict(comparison), inputs=given
+        ),
+        "swe_junit": write_text_atomic(inputs / "swe.xml", xml, inputs=given),
+    }
+
+
+def _fresh_inputs(inputs: Path) -> None:
+    """Empty ``DIR/demo-inputs`` if an earlier demo made it; refuse a folder it did not make.
+
+    A symbolic link (the folder or its marker) is never followed: it is refused.
+    """
+    marker = inputs / INPUTS_MARKER
+    for path in (inputs, marker):
+        if path.is_symlink():
+            raise RlgateError(
+                f"{path} is a symbolic link; the demo never deletes or writes through a link",
+                hint="remove the link, or choose another --out",
+            )
+    if inputs.exists():
+        if not marker.is_file():
+            raise RlgateError(
+                f"{inputs} exists and was not written by rlgate's demo; not replacing it",
+                hint="choose another --out, or move that folder away",
+            )
+        shutil.rmtree(inputs)
+    inputs.mkdir()
+    marker.write_text("generated by `rlgate report --demo`; replaced on every demo run\n")
+
+
+# --- the pipeline ------------------------------------------------------------------------------
+
+
+def run_demo(
+    out_dir: str | os.PathLike[str],
+    *,
+    tokenizers: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    seed: int = 0,
+    functional_args: tuple[str, ...] = (),
+) -> DemoResult:
+    """Run the demo end to end and write the report into ``out_dir``.
+
+    ``functional_args`` are extra pytest arguments for the functional tier (e.g. ``-k``).
+    """
+    from rlgate.report.build import build_report, prepare_out_dir, write_report
+
+    out = prepare_out_dir(out_dir, force=force)
+    inputs = out / INPUTS
+    _fresh_inputs(inputs)
+    proc, why = _start_functional(inputs, tokenizers, functional_args)
+    try:
+        runs = _write_runs(inputs, seed)
+        gated = {**_gate_runs(inputs, runs), **_gate_swe(inputs, seed)}
+    except BaseException:
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+        raise
+    functional = _finish_functional(proc, inputs, why)
+    logger.info(functional)
+    junit = [inputs / "functional.xml"] if (inputs / "functional.xml").is_file() else []
+    report = build_report(
+        [*junit, gated["run_junit"], gated["swe_junit"]],
+        runs=[gated["run_json"]],
+        swe=gated["swe_json"],
+        recipe=runs["recipe"],
+        baseline=runs["baseline"],
+        band_runs=sorted(runs["band"].iterdir()),
+        tokenizers=tokenizers,
+        demo=True,
+        notes=(functional,),
+    )
+    return DemoResult(report, write_report(report, out), functional)

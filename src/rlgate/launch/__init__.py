@@ -1,0 +1,1 @@
+"""Launching and following runs: plan, site, Slurm/Ray/local, manifest, watch, budget."""

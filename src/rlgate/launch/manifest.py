@@ -1,0 +1,199 @@
+"""The run manifest: what was launched, from which code, where its logs are, how it ended.
+
+``rlgate launch`` writes ``<run_dir>/rlgate_manifest.json`` before it submits anything, and
+``rlgate watch`` updates it when the run ends; the convergence and perf tiers then read the
+run's ``log_dir``. The manifest is self-contained: a watcher needs nothing else (no site
+config) to find the job again.
+
+Invariants:
+
+* written only through :func:`rlgate.core.io.write_json_atomic` (``schema_version``, atomic);
+* loading validates every field (pydantic, ``extra="forbid"``), so a truncated, hand-edited
+  or foreign file is a clear :class:`~rlgate.core.errors.LaunchError`, never half-read;
+* a manifest describes the directory it is in: its ``run_dir`` must be that directory and
+  every path it records (logs, checkpoints, driver log, Slurm logs) must lie inside it, so
+  ``rlgate watch`` never writes (manifest, copied driver log) anywhere else, whatever a
+  moved, copied or crafted manifest says;
+* secrets never enter it: environment variables named in the site config's ``pass_env`` are
+  recorded by name only.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rlgate.core.errors import LaunchError
+from rlgate.core.io import SCHEMA_VERSION, read_json, write_json_atomic
+from rlgate.core.validate import PositiveInt, problems
+
+__all__ = [
+    "MANIFEST_NAME",
+    "Backend",
+    "GitInfo",
+    "RecipeRef",
+    "RunManifest",
+    "RunStatus",
+    "load_manifest",
+    "now_utc",
+    "write_manifest",
+]
+
+MANIFEST_NAME = "rlgate_manifest.json"
+_HINT = f"pass a run directory created by `rlgate launch` (it holds {MANIFEST_NAME})"
+
+# A job handle: a Slurm job id, a pid, a Ray submission id (no spaces, quotes or separators).
+JobId = Annotated[str, Field(pattern=r"^[A-Za-z0-9._+@-]{1,200}$")]
+
+
+class Backend(Enum):
+    """Where a run executes."""
+
+    SLURM = "slurm"
+    RAY = "ray"
+    LOCAL = "local"
+
+
+class RunStatus(Enum):
+    """Lifecycle of a launched run, as last recorded."""
+
+    SUBMITTED = "submitted"  # handed to the backend, not yet seen running
+    RUNNING = "running"
+    COMPLETED = "completed"  # exit 0 and the target step was logged
+    STOPPED_SHORT = "stopped_short"  # ended without error before the target step
+    FAILED = "failed"  # the job failed (non-zero exit, killed, Slurm/Ray failure state)
+    LOST = "lost"  # the backend no longer knows the job and no exit status was recorded
+
+
+class GitInfo(BaseModel):
+    """A checkout's commit, or ``"unknown"`` with the reason."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    path: str | None
+    commit: str
+    dirty: bool | None = None
+    reason: str | None = None
+
+
+class RecipeRef(BaseModel):
+    """The recipe file and every file of its ``defaults:`` chain, with content hashes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    path: str
+    sha256: str
+    sources: dict[str, str]  # path -> sha256, child last
+
+
+class RunManifest(BaseModel):
+    """Everything needed to reproduce, follow and judge one launched run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    run_name: str
+    backend: Backend
+    status: RunStatus
+    run_dir: str
+    log_dir: str  # NeMo RL's logger.log_dir: what the convergence/perf tiers read
+    checkpoint_dir: str
+    driver_log: str | None  # the training driver's stdout/stderr
+    recipe: RecipeRef
+    config: dict[str, Any]  # the resolved config NeMo RL receives (all overrides applied)
+    unresolved: list[str]  # interpolations that could not be resolved at launch time
+    user_overrides: list[str]
+    launch_overrides: list[str]  # the ones rlgate adds (steps, log and checkpoint dirs)
+    command: str  # the driver command (ray.sub's COMMAND)
+    workdir: str | None
+    env: dict[str, str]  # literal environment from the site config
+    pass_env: list[str]  # names only: values come from the launching environment
+    target_step: PositiveInt
+    steps_per_run: PositiveInt
+    runs: PositiveInt
+    nodes: PositiveInt
+    gpus_per_node: PositiveInt
+    minutes: PositiveInt | None
+    gpu_hours: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None
+    nemo_rl: GitInfo
+    gym: GitInfo
+    versions: dict[str, str]
+    job_ids: list[JobId] = []
+    ray_address: str | None = None
+    pid: PositiveInt | None = None
+    pid_start: Annotated[int, Field(strict=True, ge=0)] | None = None  # /proc start time
+    slurm_log_root: str | None = None  # ray.sub's BASE_LOG_DIR
+    submitted_at: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    exit_status: int | None = None
+    last_step: int | None = None
+    message: str | None = None
+
+    @model_validator(mode="after")
+    def _paths_inside_run_dir(self) -> RunManifest:
+        if not posixpath.isabs(self.run_dir) or "\x00" in self.run_dir:
+            raise ValueError(f"run_dir {self.run_dir!r} is not an absolute path")
+        root = posixpath.normpath(self.run_dir)
+        for key in ("log_dir", "checkpoint_dir", "driver_log", "slurm_log_root"):
+            value = getattr(self, key)
+            if value is None:
+                continue
+            path = posixpath.normpath(posixpath.join(root, value))
+            if "\x00" in value or posixpath.commonpath([root, path]) != root:
+                raise ValueError(f"{key} {value!r} is outside the run directory {root}")
+        return self
+
+
+def now_utc() -> str:
+    """The current time as an ISO 8601 UTC timestamp (seconds)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def write_manifest(manifest: RunManifest, *, inputs: Sequence[str | os.PathLike[str]] = ()) -> Path:
+    """Write ``manifest`` to ``<run_dir>/rlgate_manifest.json`` atomically."""
+    path = Path(manifest.run_dir) / MANIFEST_NAME
+    return write_json_atomic(path, manifest.model_dump(mode="json"), inputs=inputs)
+
+
+def load_manifest(run_dir: str | os.PathLike[str]) -> RunManifest:
+    """Read and validate ``<run_dir>/rlgate_manifest.json`` (or the manifest file itself).
+
+    Raises:
+        LaunchError: the file is missing, not JSON, of another schema version, invalid, or
+            describes another directory than the one it is in.
+    """
+    given = Path(run_dir)
+    path = given if given.is_file() else given / MANIFEST_NAME
+    if not path.is_file():
+        raise LaunchError(f"no run manifest at {path}", hint=_HINT)
+    doc = read_json(path, what="run manifest", error=LaunchError, hint=_HINT)
+    if not isinstance(doc, dict):
+        raise LaunchError(f"{path}: a run manifest is a JSON object, got {type(doc).__name__}")
+    version = doc.pop("schema_version", None)
+    if version != SCHEMA_VERSION:
+        raise LaunchError(
+            f"{path}: schema_version {version!r}, this rlgate reads {SCHEMA_VERSION}",
+            hint="watch the run with the rlgate version that launched it",
+        )
+    try:
+        manifest = RunManifest.model_validate(doc)
+    except ValidationError as exc:
+        raise LaunchError(f"{path}: invalid run manifest:\n{problems(exc)}", hint=_HINT) from None
+    holder = path.parent
+    try:
+        same = os.path.samefile(holder, manifest.run_dir)
+    except OSError:
+        same = False
+    if not same:
+        raise LaunchError(
+            f"{path}: the manifest is for run directory {manifest.run_dir!r}, not for "
+            f"{holder.resolve()}, where it is (moved, copied or foreign)",
+            hint="watch the run in the directory it was launched in; rlgate writes only "
+            "inside the run directory its manifest names",
+        )
+    return manifest

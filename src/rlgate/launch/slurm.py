@@ -1,0 +1,300 @@
+"""The Slurm backend: an sbatch submission of NeMo RL's ``ray.sub`` (nemo-rl.md §1.4, §7).
+
+``ray.sub`` reads its inputs from the environment of ``sbatch``: ``CONTAINER``, ``MOUNTS``,
+``COMMAND`` (written to ``driver_command.sh`` and run by ``bash`` in the head container from
+the submit directory), ``GPUS_PER_NODE``, ``BASE_LOG_DIR`` (logs go to
+``$BASE_LOG_DIR/$SLURM_JOB_ID-logs/``, with ``-$SLURM_RESTART_COUNT`` on requeue: the
+driver's output is ``ray-driver.log``; ``ENDED`` marks a failed bring-up). rlgate writes the
+submission as a script, ``<run>/launch/sbatch.sh``, and runs it; ``--dry-run`` prints the same
+script. Like ``tools/launch``, a run of more steps than one job reaches is a chain of
+``ceil(steps / steps_per_run)`` jobs of the same name under ``--dependency=singleton``; each
+resumes from the run's checkpoint directory.
+
+Following a job uses ``squeue`` while it is queued or running, then ``sacct`` for its final
+state and exit code. Without Slurm accounting the state is ``unknown`` and the verdict rests
+on the ``ENDED`` marker and the run's metrics.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from rlgate.core.errors import InfraError, LaunchError
+from rlgate.core.io import write_text_atomic
+from rlgate.launch.job import JobState, LaunchPlan, Phase, check_plain_path
+from rlgate.launch.manifest import RunManifest
+from rlgate.launch.shell import Words, code, comment, export, require_env, script
+from rlgate.launch.site import SiteConfig, SlurmSite
+
+__all__ = [
+    "SlurmBackend",
+    "container_mounts",
+    "format_time_limit",
+    "parse_job_ids",
+    "parse_sacct",
+    "parse_squeue",
+    "render_sbatch_script",
+]
+
+SLURM_LOG_SUBDIR = "slurm"
+_ACTIVE = {"RUNNING", "COMPLETING", "CONFIGURING", "STAGE_OUT", "SIGNALING", "RESIZING"}
+_JOB_ID = re.compile(r"^(\d+)(?:;\S+)?$")
+
+
+def format_time_limit(minutes: int) -> str:
+    """Minutes as Slurm's ``H:MM:SS``."""
+    return f"{minutes // 60}:{minutes % 60:02d}:00"
+
+
+def _covered(path: Path, mounts: list[str]) -> bool:
+    for mount in mounts:
+        src = Path(mount.split(":", 1)[0])
+        if path == src or src in path.parents:
+            return True
+    return False
+
+
+def container_mounts(plan: LaunchPlan, slurm: SlurmSite) -> str:
+    """``MOUNTS`` for ray.sub: the site's mounts plus the run, recipe and NeMo RL dirs.
+
+    The container must see the recipe chain, write the run's logs and checkpoints, and run
+    from the NeMo RL checkout; each is mounted at its own path unless a site mount covers it.
+    A path rlgate adds must be plain (``rlgate.launch.site.PLAIN_PATH``): ``MOUNTS`` is a
+    ``,``-separated list of ``SRC:DST`` that ray.sub pastes unquoted into ``srun`` arguments.
+    (The site's own mounts are checked when the site config is loaded.)
+    """
+    mounts = list(slurm.mounts)
+    recipe_root = Path(os.path.commonpath([str(s.parent) for s in plan.recipe.sources]))
+    for what, needed in (
+        ("run directory", plan.run_dir),
+        ("recipe folder", recipe_root),
+        ("NeMo RL checkout", plan.workdir),
+    ):
+        if needed is not None and not _covered(needed, mounts):
+            check_plain_path(
+                needed,
+                f"the {what}, mounted into the container as",
+                hint="add a site slurm.mounts entry that covers it, or move it to a plain path",
+            )
+            mounts.append(f"{needed}:{needed}")
+    return ",".join(mounts)
+
+
+def _slurm_site(plan: LaunchPlan) -> SlurmSite:
+    if plan.site.slurm is None:
+        raise LaunchError(
+            "the slurm backend needs a site config with a slurm: block (account, partition, "
+            "container, mounts)",
+            hint="pass --site FILE (see ci/site.example.yaml) or set RLGATE_SITE",
+        )
+    return plan.site.slurm
+
+
+def _check(plan: LaunchPlan, slurm: SlurmSite) -> None:
+    if plan.workdir is None:
+        raise LaunchError(
+            "the slurm backend submits NeMo RL's ray.sub: pass --nemo-rl-dir",
+            hint="or set nemo_rl_dir in the site config",
+        )
+    # sbatch runs from the checkout; ray.sub passes it unquoted (--container-workdir=...).
+    check_plain_path(
+        plan.workdir, "--nemo-rl-dir", hint="use a checkout path of letters, digits and ._+@/-"
+    )
+    if not (plan.workdir / slurm.ray_sub).is_file():
+        raise LaunchError(f"{plan.workdir / slurm.ray_sub} not found (site slurm.ray_sub)")
+    if plan.minutes is None:
+        raise LaunchError(
+            "a Slurm job needs a time limit: pass --minutes",
+            hint="or set slurm.default_minutes in the site config",
+        )
+    if slurm.max_minutes is not None and plan.minutes > slurm.max_minutes:
+        raise LaunchError(
+            f"--minutes {plan.minutes} exceeds the partition limit of {slurm.max_minutes}",
+            hint="use --steps-per-run to split the run into chained jobs",
+        )
+
+
+def render_sbatch_script(plan: LaunchPlan) -> str:
+    """The submission script for ``plan`` (what ``--dry-run`` prints and ``launch`` runs)."""
+    slurm = _slurm_site(plan)
+    _check(plan, slurm)
+    assert plan.workdir is not None and plan.minutes is not None  # checked above
+    log_root = plan.run_dir / SLURM_LOG_SUBDIR
+    exports = {
+        "CONTAINER": slurm.container,
+        "MOUNTS": container_mounts(plan, slurm),
+        "GPUS_PER_NODE": str(plan.gpus_per_node),
+        "BASE_LOG_DIR": str(log_root),
+        "COMMAND": plan.command,
+    }
+    clash = sorted(set(plan.env) & set(exports))
+    if clash:  # the site config refuses these names; a plan built by hand might not
+        raise LaunchError(f"the site env may not set {clash}: rlgate sets them for ray.sub")
+    sbatch = [
+        "--parsable",
+        f"--nodes={plan.nodes}",
+        *([f"--gres=gpu:{plan.gpus_per_node}"] if slurm.gres else []),
+        f"--time={format_time_limit(plan.minutes)}",
+        f"--account={slurm.account}",
+        f"--partition={slurm.partition}",
+        f"--job-name={slurm.job_name_prefix}:{plan.name}",
+        "--dependency=singleton",
+        f"--output={log_root}/slurm-%j.out",
+        *slurm.extra_sbatch_args,
+        slurm.ray_sub,
+    ]
+    budget = (
+        f"{plan.runs} job(s) x {plan.nodes} nodes x {plan.gpus_per_node} GPUs x "
+        f"{plan.minutes} min = {plan.gpu_hours:g} GPU-hours"
+    )
+    return script(
+        comment("Written by `rlgate launch --backend slurm`: submits NeMo RL's ray.sub for"),
+        comment(f"  recipe  {plan.recipe.name} ({plan.recipe.path})"),
+        comment(f"  run     {plan.run_dir}  (target step {plan.target_step})"),
+        comment(f"  budget  {budget}"),
+        comment(
+            "ray.sub runs COMMAND in the head container from the submit directory and logs the"
+        ),
+        comment(
+            "driver to $BASE_LOG_DIR/<jobid>-logs/ray-driver.log. Running this again submits again."
+        ),
+        code("set -euo pipefail"),
+        code("cd {workdir}", workdir=plan.workdir),
+        *(export(key, value) for key, value in exports.items()),
+        *(export(key, value) for key, value in sorted(plan.env.items())),
+        *(require_env(name) for name in plan.pass_env),
+        code('mkdir -p "$BASE_LOG_DIR"'),
+        code("for _ in $(seq 1 {runs}); do", runs=plan.runs),
+        code("  sbatch {args}", args=Words(sbatch, wrap=True)),
+        code("done"),
+    )
+
+
+def parse_job_ids(stdout: str) -> list[str]:
+    """Job ids from ``sbatch --parsable`` output (``jobid`` or ``jobid;cluster`` per line)."""
+    return [m.group(1) for line in stdout.splitlines() if (m := _JOB_ID.match(line.strip()))]
+
+
+def parse_squeue(stdout: str) -> dict[str, str]:
+    """``squeue -h -o %i|%T`` output -> {job id: state}."""
+    rows = (line.strip().split("|") for line in stdout.splitlines() if line.strip())
+    return {row[0]: row[1] for row in rows if len(row) >= 2}
+
+
+def parse_sacct(stdout: str) -> dict[str, tuple[str, int | None, str, str]]:
+    """``sacct -n -P -X -o JobIDRaw,State,ExitCode,Start,End`` -> {id: (state, exit, start, end)}.
+
+    ``State`` may read ``CANCELLED by 1234``; ``ExitCode`` is ``code:signal``.
+    """
+    out: dict[str, tuple[str, int | None, str, str]] = {}
+    for line in stdout.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) < 5:
+            continue
+        code = parts[2].split(":", 1)[0]
+        out[parts[0]] = (
+            parts[1].split()[0] if parts[1] else "",
+            int(code) if code.isascii() and code.isdigit() else None,
+            parts[3],
+            parts[4],
+        )
+    return out
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    except FileNotFoundError as exc:
+        raise InfraError(
+            f"{argv[0]} not found: Slurm commands are not available on this host",
+            hint="run rlgate launch/watch --backend slurm on a Slurm login node",
+        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise InfraError(f"{argv[0]} did not answer within 120 s (Slurm controller?)") from exc
+
+
+class SlurmBackend:
+    """Submit and follow ray.sub jobs."""
+
+    def __init__(self, site: SiteConfig) -> None:
+        self.site = site
+
+    def render(self, plan: LaunchPlan) -> str:
+        """The sbatch submission script."""
+        return render_sbatch_script(plan)
+
+    def submit(self, plan: LaunchPlan, manifest: RunManifest) -> RunManifest:
+        """Write ``launch/sbatch.sh``, run it, record the job ids."""
+        script = write_text_atomic(plan.run_dir / "launch" / "sbatch.sh", self.render(plan))
+        proc = _run(["bash", str(script)])
+        ids = parse_job_ids(proc.stdout)
+        if proc.returncode != 0 or len(ids) != plan.runs:
+            done = f"; jobs submitted before it failed: {ids} (scancel them)" if ids else ""
+            raise LaunchError(
+                f"sbatch failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}{done}"
+            )
+        return manifest.model_copy(
+            update={
+                "job_ids": ids,
+                "slurm_log_root": str(plan.run_dir / SLURM_LOG_SUBDIR),
+            }
+        )
+
+    def poll(self, manifest: RunManifest) -> JobState:
+        """Poll ``squeue`` while queued or running, then ``sacct`` and ray.sub's ENDED marker."""
+        ids = manifest.job_ids
+        proc = _run(["squeue", "-h", "-o", "%i|%T", "-j", ",".join(ids)])
+        if proc.returncode != 0 and "invalid job id" not in proc.stderr.lower():
+            raise InfraError(f"squeue failed: {proc.stderr.strip()}")
+        queued = parse_squeue(proc.stdout) if proc.returncode == 0 else {}
+        states = [queued[i] for i in ids if i in queued]
+        if states:
+            running = any(s in _ACTIVE for s in states)
+            return JobState(Phase.RUNNING if running else Phase.PENDING, message=",".join(states))
+        return self._final(manifest)
+
+    def _final(self, manifest: RunManifest) -> JobState:
+        last = manifest.job_ids[-1]
+        ended = [p for p in self._job_log_dirs(manifest, last) if (p / "ENDED").exists()]
+        acct = _run(
+            ["sacct", "-n", "-P", "-X", "-o", "JobIDRaw,State,ExitCode,Start,End", "-j", last]
+        )
+        record = parse_sacct(acct.stdout).get(last) if acct.returncode == 0 else None
+        if ended:
+            return JobState(
+                Phase.FAILED,
+                exit_status=record[1] if record else None,
+                message=f"ray.sub wrote {ended[0] / 'ENDED'}: a node or srun failed",
+            )
+        if record is None:
+            why = acct.stderr.strip() or f"job {last} not in sacct"
+            return JobState(Phase.UNKNOWN, message=f"no Slurm accounting record ({why})")
+        state, code, start, end = record
+        phase = Phase.SUCCEEDED if state == "COMPLETED" and code == 0 else Phase.FAILED
+        message = "" if phase is Phase.SUCCEEDED else f"job {last} ended {state} (exit {code})"
+        return JobState(phase, exit_status=code, message=message, started_at=start, ended_at=end)
+
+    @staticmethod
+    def _job_log_dirs(manifest: RunManifest, job_id: str) -> list[Path]:
+        root = Path(manifest.slurm_log_root or Path(manifest.run_dir) / SLURM_LOG_SUBDIR)
+        found = [*root.glob(f"{job_id}-logs"), *root.glob(f"{job_id}-*-logs")]
+        return sorted(found, key=lambda p: p.lstat().st_mtime, reverse=True)
+
+    def sync_logs(self, manifest: RunManifest) -> None:
+        """Nothing to do: ray.sub writes the logs into the run directory."""
+
+    def log_files(self, manifest: RunManifest) -> list[Path]:
+        """The last job's ``ray-driver.log`` and every job's ``slurm-<id>.out``."""
+        found: list[Path] = []
+        for job_id in reversed(manifest.job_ids):
+            for log_dir in self._job_log_dirs(manifest, job_id):
+                if (log_dir / "ray-driver.log").is_file():
+                    found.append(log_dir / "ray-driver.log")
+        root = Path(manifest.slurm_log_root or Path(manifest.run_dir) / SLURM_LOG_SUBDIR)
+        found.extend(
+            p for i in reversed(manifest.job_ids) if (p := root / f"slurm-{i}.out").is_file()
+        )
+        return found

@@ -1,0 +1,300 @@
+"""Follow a launched run to its end, then judge it: finished, died, or stopped short.
+
+``rlgate watch RUN_DIR`` reads the run manifest (:mod:`rlgate.launch.manifest`), polls the job
+through its backend (Slurm: ``squeue``/``sacct`` and ray.sub's ``ENDED`` marker; Ray: the job
+API; local: the process and its exit status file) and, when the job is over, reads the run's
+metrics with :func:`rlgate.runs.metrics.load_run`. The target step counts as reached when
+``train/loss`` (or, if the run does not log it, any ``train/`` tag) has a value at a step
+``>= target`` -- the check NeMo RL's suite scripts make with ``jq`` before they run
+``check_metrics.py``, except that here stopping short is a failure, never a silent skip.
+
+Verdicts and exit codes: ``completed`` 0; ``stopped_short``, ``failed`` and ``lost`` 1;
+``failed`` with an infrastructure signature in its logs (:data:`INFRA_SIGNATURES`, an ordered
+table: first match wins) 3; a watch that times out while the job still runs 3.
+
+Invariants: the job is never touched (read-only); the manifest is the only file written,
+atomically, and only with what was observed; :func:`judge` is pure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlgate.core.errors import ExitCode, MetricsError
+from rlgate.launch.job import JobState, LaunchBackend, Phase
+from rlgate.launch.manifest import RunManifest, RunStatus, load_manifest, now_utc, write_manifest
+from rlgate.launch.plan import backend_for
+from rlgate.runs.metrics import load_run, run_progress
+
+__all__ = [
+    "INFRA_SIGNATURES",
+    "FailureCause",
+    "Progress",
+    "WatchResult",
+    "classify_failure",
+    "judge",
+    "read_progress",
+    "watch_run",
+]
+
+logger = logging.getLogger(__name__)
+
+# (reason, pattern): environment faults, most specific first. A match turns a failed run's
+# exit code into 3 (infrastructure) instead of 1; the model is not to blame for these.
+INFRA_SIGNATURES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (reason, re.compile(pattern))
+    for reason, pattern in (
+        (
+            "gpu_out_of_memory",
+            r"torch\.OutOfMemoryError|CUDA out of memory|CUDA error: out of memory",
+        ),
+        (
+            "host_out_of_memory",
+            r"oom-kill|OUT_OF_MEMORY|ray\.exceptions\.OutOfMemoryError|Killed process \d+",
+        ),
+        (
+            "nccl",
+            r"NCCL error|nccl(?:System|Internal|Remote)Error|NCCL WARN .*[Tt]imeout"
+            r"|Watchdog caught collective operation timeout",
+        ),
+        (
+            "ray_node_lost",
+            r"ray\.exceptions\.(?:NodeDiedError|RaySystemError|ActorUnavailableError)"
+            r"|missed too many heartbeats|Failed to connect to GCS",
+        ),
+        (
+            "slurm_node_or_time_limit",
+            r"DUE TO TIME LIMIT|DUE TO NODE FAIL|DUE TO PREEMPTION|NODE_FAIL"
+            r"|srun: error: .*(?:Node failure|Task launch for)",
+        ),
+        (
+            "container_or_cluster_bringup",
+            r"pyxis: .*(?:error|failed)|\[ERROR\] Background srun|must be on a shared filesystem"
+            r"|Timed out waiting for all workers|ray\.sub wrote .*ENDED",
+        ),
+        (
+            "hf_hub_download",
+            r"HfHubHTTPError|LocalEntryNotFoundError|OfflineModeIsEnabled"
+            r"|couldn't connect to 'https://huggingface\.co'",
+        ),
+        ("disk_full", r"No space left on device|Disk quota exceeded"),
+    )
+)
+_EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception)\b.*)$")
+_TAIL_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class FailureCause:
+    """Why a run died, as far as its logs tell."""
+
+    reason: str  # an INFRA_SIGNATURES reason, or "exception" / "unknown"
+    infra: bool
+    line: str  # the log line that matched
+    source: str  # the file it came from
+
+
+def _tail_lines(path: Path) -> list[str]:
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - _TAIL_BYTES))
+        return fh.read().decode("utf-8", errors="replace").splitlines()
+
+
+def classify_failure(sources: Iterable[tuple[str, Sequence[str]]]) -> FailureCause | None:
+    """Match log lines against :data:`INFRA_SIGNATURES` (table order), else the last exception.
+
+    Args:
+        sources: ``(name, lines)`` pairs, most relevant first (the driver log).
+    """
+    sources = list(sources)
+    for reason, pattern in INFRA_SIGNATURES:
+        for name, lines in sources:
+            for line in lines:
+                if pattern.search(line):
+                    return FailureCause(reason, True, line.strip()[:300], name)
+    for name, lines in sources:
+        for line in reversed(lines):
+            if _EXCEPTION.match(line):
+                return FailureCause("exception", False, line.strip()[:300], name)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far a run got according to its metrics."""
+
+    last_step: int | None  # reached on the latest attempt with no gap from step 1
+    metric: str | None  # the tag the step was read from
+    note: str = ""  # gaps, attempts and restarts; or why there is no step at all
+
+
+def read_progress(log_dir: str | os.PathLike[str]) -> Progress:
+    """The step a run reached under ``log_dir``, judged as ``check-run``'s completion is.
+
+    :func:`rlgate.runs.metrics.run_progress` on ``train/loss`` (else the ``train/`` tag that got
+    furthest): the latest attempt and contiguous progress count, so a stray far step or a
+    stale earlier attempt does not make a run that stopped short look complete; gaps and
+    restarts are named in ``note``.
+    """
+    try:
+        run = load_run(log_dir)
+    except MetricsError as exc:
+        return Progress(None, None, str(exc).splitlines()[0])
+    tags = (
+        ["train/loss"]
+        if len(run.series.get("train/loss", ()))
+        else [tag for tag, series in run.series.items() if tag.startswith("train/") and len(series)]
+    )
+    judged = [p for p in (run_progress(run, tag) for tag in tags) if p is not None]
+    if not judged:
+        return Progress(None, None, f"no train/ metrics under {log_dir}")
+    best = max(judged, key=lambda p: p.reached)
+    return Progress(best.reached, best.tag, best.describe())
+
+
+def judge(
+    state: JobState, progress: Progress, target: int, cause: FailureCause | None
+) -> tuple[RunStatus, ExitCode, str]:
+    """The verdict on a finished job: status, exit code and a one-line explanation."""
+    reached = progress.last_step is not None and progress.last_step >= target
+    where = (
+        f"last step {progress.last_step} of {target} ({progress.metric})"
+        + (f"; {progress.note}" if progress.note else "")
+        if progress.last_step is not None
+        else f"no step logged ({progress.note})"
+    )
+    why = f"; {cause.reason}: {cause.line}" if cause else ""
+    if state.phase is Phase.FAILED:
+        code = ExitCode.INFRA if cause and cause.infra else ExitCode.FAIL
+        return RunStatus.FAILED, code, f"run died: {state.message or 'failed'}; {where}{why}"
+    if state.phase is Phase.SUCCEEDED:
+        if reached:
+            return RunStatus.COMPLETED, ExitCode.OK, f"completed: {where}"
+        return RunStatus.STOPPED_SHORT, ExitCode.FAIL, f"exited 0 but stopped short: {where}"
+    if reached:  # UNKNOWN: no exit status, but the metrics say it got there
+        message = f"completed: {where} (exit status unknown: {state.message})"
+        return RunStatus.COMPLETED, ExitCode.OK, message
+    message = f"job gone without a final state ({state.message}); {where}{why}"
+    return RunStatus.LOST, ExitCode.FAIL, message
+
+
+@dataclass(frozen=True, slots=True)
+class WatchResult:
+    """The outcome of watching one run."""
+
+    manifest: RunManifest
+    status: RunStatus
+    exit_code: ExitCode
+    message: str
+    cause: FailureCause | None = None
+
+
+class _LogFollower:
+    """Hands new lines of the driver log to a callback."""
+
+    def __init__(self, emit: Callable[[str], None] | None) -> None:
+        self.emit, self.offset = emit, 0
+
+    def __call__(self, files: list[Path]) -> None:
+        if self.emit is None or not files or not files[0].is_file():
+            return
+        with files[0].open("rb") as fh:
+            fh.seek(self.offset)
+            while chunk := fh.read(_TAIL_BYTES):  # bounded memory, however large the log
+                complete = chunk.rfind(b"\n") + 1  # only whole lines; the rest next time
+                if complete == 0 and len(chunk) == _TAIL_BYTES:
+                    complete = len(chunk)  # a line longer than the bound: passed on in pieces
+                self.offset += complete
+                for line in chunk[:complete].decode("utf-8", errors="replace").splitlines():
+                    self.emit(line)
+                if len(chunk) < _TAIL_BYTES:  # end of file (a partial line waits)
+                    break
+                fh.seek(self.offset)
+
+
+def watch_run(
+    run_dir: str | os.PathLike[str],
+    *,
+    interval: float = 60.0,
+    timeout: float | None = None,
+    on_event: Callable[[str], None] | None = None,
+    on_log: Callable[[str], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> WatchResult:
+    """Poll the run in ``run_dir`` until its job ends (or ``timeout`` seconds pass), then judge.
+
+    Args:
+        run_dir: a directory created by ``rlgate launch``.
+        interval: seconds between polls.
+        timeout: give up after this many seconds (exit code 3, the run keeps going).
+        on_event: receives status and progress lines ("running", "step 5/20").
+        on_log: receives each new line of the driver log.
+        sleep: the wait between polls (tests pass a fast one).
+
+    Raises:
+        LaunchError: no or invalid manifest. InfraError: the backend cannot be queried.
+    """
+    manifest = load_manifest(run_dir)
+    if not manifest.job_ids:  # the submission itself failed; launch recorded why
+        message = f"nothing to watch: {manifest.message or 'no job was submitted'}"
+        return WatchResult(manifest, RunStatus.FAILED, ExitCode.FAIL, message)
+    backend = backend_for(manifest.backend)
+    follow = _LogFollower(on_log)
+    emit = on_event or (lambda _: None)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    seen_phase, seen_step = None, None
+    while True:
+        state = backend.poll(manifest)
+        backend.sync_logs(manifest)
+        if state.phase is not seen_phase:
+            emit(f"{state.phase.value}{': ' + state.message if state.message else ''}")
+            seen_phase = state.phase
+            if state.phase is Phase.RUNNING and manifest.status is not RunStatus.RUNNING:
+                manifest = manifest.model_copy(
+                    update={
+                        "status": RunStatus.RUNNING,
+                        "started_at": state.started_at or manifest.started_at or now_utc(),
+                    }
+                )
+                write_manifest(manifest)
+        follow(backend.log_files(manifest))
+        progress = read_progress(manifest.log_dir)
+        if progress.last_step is not None and progress.last_step != seen_step:
+            emit(f"step {progress.last_step}/{manifest.target_step}")
+            seen_step = progress.last_step
+        if state.phase.terminal:
+            return _finish(manifest, backend, state, progress)
+        if deadline is not None and time.monotonic() >= deadline:
+            message = f"still {state.phase.value} after {timeout:g} s; watch again later"
+            return WatchResult(manifest, manifest.status, ExitCode.INFRA, message)
+        sleep(interval)
+
+
+def _finish(
+    manifest: RunManifest, backend: LaunchBackend, state: JobState, progress: Progress
+) -> WatchResult:
+    cause = None
+    if state.phase is not Phase.SUCCEEDED:
+        logs = [(str(p), _tail_lines(p)) for p in backend.log_files(manifest)]
+        cause = classify_failure([("job state", [state.message]), *logs])
+    status, code, message = judge(state, progress, manifest.target_step, cause)
+    manifest = manifest.model_copy(
+        update={
+            "status": status,
+            "started_at": manifest.started_at or state.started_at,
+            "ended_at": state.ended_at or now_utc(),
+            "exit_status": state.exit_status,
+            "last_step": progress.last_step,
+            "message": message,
+            "driver_log": str(files[0]) if (files := backend.log_files(manifest)) else None,
+        }
+    )
+    write_manifest(manifest)
+    logger.info("%s: %s", manifest.run_name, message)
+    return WatchResult(manifest, status, code, message, cause)

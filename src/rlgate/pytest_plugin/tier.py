@@ -1,0 +1,182 @@
+"""Pytest glue shared by the convergence and perf tiers.
+
+One testcase per planned check (:mod:`rlgate.checks.plan`), parametrized at collection time
+from ``--recipe``; inputs come from ``--run-dir``, ``--baseline``, ``--rollouts``,
+``--max-steps`` (and ``--band-run`` / ``--sync-run`` when the plugin registers them).
+
+Outcomes map onto pytest as the style guide says: PASS passes; FAIL is an assertion
+failure in the test body; ERROR (missing metric, target step not reached, unreadable run)
+is raised from a fixture, so JUnit writes ``<error>``; a check whose input option was not
+given, or that the recipe's config cannot log, is skipped with a reason naming it.
+Facts go to JUnit through ``gate_record`` (``rlgate.value``, ``bound``, ``metric``,
+``recipe``, ``run_dir``, ``verdict``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlgate.checks.plan import (
+    GateInputs,
+    GatePlan,
+    Need,
+    PlannedCheck,
+    evaluate_check,
+    load_inputs,
+    load_plan,
+    skip_reason,
+)
+from rlgate.core.errors import RlgateError
+from rlgate.core.results import CheckResult, Status, Tier
+
+__all__ = ["check_result", "gate_inputs", "gate_plan", "parametrize_checks"]
+
+
+def _opt(config: pytest.Config, name: str) -> Any:
+    return config.getoption(name, default=None)  # None when the plugin does not register it
+
+
+@lru_cache(maxsize=8)
+def _plan(recipe: str, max_steps: int | None) -> GatePlan:
+    return load_plan(recipe, max_steps=max_steps)
+
+
+def _plan_from(config: pytest.Config) -> GatePlan | None:
+    recipes = _opt(config, "recipe") or []
+    if not recipes or _opt(config, "run_dir") is None:
+        return None
+    if len(recipes) > 1:
+        raise pytest.UsageError("the convergence and perf tiers take exactly one --recipe")
+    return _plan(str(recipes[0]), _opt(config, "max_steps"))  # RlgateError: bad recipe
+
+
+def _given(config: pytest.Config, plan: GatePlan) -> Callable[[Need], bool]:
+    band = bool(_opt(config, "band_run")) or bool(plan.gate.band and plan.gate.band.runs)
+    have = {
+        Need.RUN: True,
+        Need.BASELINE: _opt(config, "baseline") is not None,
+        Need.ROLLOUTS: _opt(config, "rollouts") is not None,
+        Need.BAND: band,
+        Need.SYNC: _opt(config, "sync_run") is not None,
+    }
+    return have.__getitem__
+
+
+def parametrize_checks(metafunc: pytest.Metafunc, tier: Tier) -> None:
+    """Parametrize ``planned`` over the recipe's checks of ``tier`` (or one skip)."""
+    if "planned" not in metafunc.fixturenames:
+        return
+    try:
+        plan = _plan_from(metafunc.config)
+    except RlgateError:  # reported by the gate_plan fixture, so JUnit shows it as <error>
+        metafunc.parametrize("planned", [pytest.param(None, id="recipe_error")])
+        return
+    if plan is None:
+        missing = [
+            o
+            for o, key in (("--run-dir", "run_dir"), ("--recipe", "recipe"))
+            if not _opt(metafunc.config, key)
+        ]
+        reason = (
+            f"the {tier.value} tier needs {' and '.join(missing)} (a NeMo RL run and its recipe)"
+        )
+        metafunc.parametrize(
+            "planned", [pytest.param(None, id="no_run", marks=pytest.mark.skip(reason=reason))]
+        )
+        return
+    checks = plan.for_tier(tier)
+    if not checks:
+        reason = f"recipe {plan.recipe} declares no {tier.value} checks (rlgate.{tier.value})"
+        metafunc.parametrize(
+            "planned", [pytest.param(None, id="no_checks", marks=pytest.mark.skip(reason=reason))]
+        )
+        return
+    given = _given(metafunc.config, plan)
+    params = []
+    for check in checks:
+        why = skip_reason(check, given)
+        marks = [pytest.mark.skip(reason=why)] if why else []
+        params.append(pytest.param(check, id=check.name, marks=marks))
+    metafunc.parametrize("planned", params)
+
+
+@pytest.fixture(scope="session")
+def gate_plan(pytestconfig: pytest.Config) -> GatePlan:
+    """The recipe's plan; an invalid recipe errors every test of the tier (setup)."""
+    try:
+        plan = _plan_from(pytestconfig)
+    except RlgateError as exc:
+        pytest.fail(f"rlgate: invalid recipe: {exc}", pytrace=False)
+    if plan is None:  # pragma: no cover - parametrization skipped every test already
+        pytest.fail("no --recipe/--run-dir", pytrace=False)
+    return plan
+
+
+@lru_cache(maxsize=4)
+def _inputs(
+    recipe: str,
+    max_steps: int | None,
+    run: str,
+    baseline: str | None,
+    rollouts: str | None,
+    band: tuple[str, ...],
+    sync: str | None,
+) -> GateInputs:
+    return load_inputs(
+        _plan(recipe, max_steps),
+        run,
+        baseline=baseline,
+        rollouts=rollouts,
+        band_runs=band,
+        sync_run=sync,
+    )
+
+
+@pytest.fixture(scope="session")
+def gate_inputs(pytestconfig: pytest.Config, gate_plan: GatePlan) -> GateInputs:
+    """Load the run and the optional inputs once; unreadable input errors every test."""
+
+    def path(name: str) -> str | None:
+        value = _opt(pytestconfig, name)
+        return str(value) if value is not None else None
+
+    band = tuple(str(p) for p in _opt(pytestconfig, "band_run") or ())
+    try:
+        return _inputs(
+            str(_opt(pytestconfig, "recipe")[0]),
+            _opt(pytestconfig, "max_steps"),
+            str(_opt(pytestconfig, "run_dir")),
+            path("baseline"),
+            path("rollouts"),
+            band,
+            path("sync_run"),
+        )
+    except RlgateError as exc:
+        pytest.fail(f"rlgate: cannot load the inputs: {exc}", pytrace=False)
+
+
+@pytest.fixture
+def check_result(
+    planned: PlannedCheck,
+    gate_plan: GatePlan,
+    gate_inputs: GateInputs,
+    gate_record: Callable[..., None],
+) -> CheckResult:
+    """Evaluate one planned check; ERROR fails here (setup), so JUnit shows ``<error>``."""
+    result = evaluate_check(gate_plan, planned, gate_inputs)
+    gate_record(
+        value=result.value,
+        bound=result.bound,
+        metric=result.metric or "",
+        recipe=gate_plan.recipe,
+        run_dir=str(Path(gate_inputs.run.source)),
+        verdict=result.status.value,
+    )
+    if result.status is Status.ERROR:
+        pytest.fail(f"ERROR {result.name}: {result.message}", pytrace=False)
+    return result

@@ -1,0 +1,1 @@
+"""NeMo RL configs: loading, the rlgate: block spec, run facts, the key schema."""

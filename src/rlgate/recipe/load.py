@@ -1,0 +1,427 @@
+"""Load NeMo RL configs (rlgate recipes and NeMo RL's own) into typed ``Recipe`` records.
+
+Loading follows NeMo RL's own semantics (``nemo_rl/utils/config.py``) so that what
+rlgate checks is what ``run_grpo_nemo_gym.py`` would run:
+
+* ``defaults:`` (a path or a list of paths, relative to the file that names them)
+  is followed depth-first; later parents and the child win;
+* a section carrying ``_override_: true`` replaces the parent's section instead of
+  being merged into it;
+* dotted overrides use Hydra's override grammar on a struct config, exactly as
+  NeMo RL applies them: ``a.b=c`` must name an existing key, ``++a.b=c`` adds or
+  sets, ``~a.b`` deletes;
+* ``${...}`` interpolations (and NeMo RL's ``mul``/``add``/``div``/``max``
+  resolvers) are resolved. One that cannot be resolved here is kept verbatim and
+  recorded in ``Recipe.unresolved`` with its cause: an ``oc.env`` variable only the
+  cluster sets (``kind="env"``, may resolve where the run starts) or a reference that
+  can never resolve, e.g. ``${nope}`` naming no config key (``kind="missing-key"``) or
+  an unknown resolver (``kind="resolver"``).
+
+Every file of the ``defaults:`` chain is read with :func:`rlgate.core.io.read_yaml`
+(strict UTF-8, alias-bomb budget) and refused when nested deeper than
+``MAX_DEPTH`` before OmegaConf parses it; ``defaults:`` must be a path or a list
+of paths (NeMo RL's ``load_config_with_inheritance`` crashes on anything else).
+
+The top-level ``rlgate:`` block (gate bounds, tiers, expectations) is rlgate's
+own; NeMo RL's ``MasterConfig`` allows extra keys, so a recipe carrying it still
+runs as-is. It is split off into ``Recipe.gate``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import (
+    InterpolationKeyError,
+    InterpolationToMissingValueError,
+    OmegaConfBaseException,
+    UnsupportedInterpolationType,
+)
+from omegaconf.resolvers import oc as oc_resolvers
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rlgate.core.errors import RecipeError
+from rlgate.core.io import read_yaml
+
+__all__ = [
+    "GATE_KEY",
+    "OTHER_ALGORITHMS",
+    "FunctionalGate",
+    "KnownLimitation",
+    "Recipe",
+    "Unresolved",
+    "flatten",
+    "functional_gate",
+    "get_path",
+    "load_recipe",
+    "recipe_files",
+    "recipe_tiers",
+    "require_grpo",
+]
+
+GATE_KEY = "rlgate"
+
+
+UnresolvedKind = Literal["env", "missing-key", "resolver", "missing-value"]
+
+
+@dataclass(frozen=True, slots=True)
+class Unresolved:
+    """An interpolation that could not be resolved on this machine.
+
+    ``kind`` says whether it can still resolve where the run starts: ``env`` (an
+    ``oc.env`` variable not set here) and ``missing-value`` (it points at a ``???``
+    value, reported on its own) can; ``missing-key`` (no such config key) and
+    ``resolver`` (a resolver NeMo RL does not register) never can.
+    """
+
+    key: str
+    expression: str
+    reason: str
+    kind: UnresolvedKind = "env"
+
+    @property
+    def fatal(self) -> bool:
+        """True when the interpolation fails wherever the run starts."""
+        return self.kind in ("missing-key", "resolver")
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """A loaded NeMo RL config plus rlgate's gate block.
+
+    Attributes:
+        name: file stem; also the test id and run-directory name.
+        path: the file loaded.
+        config: the resolved NeMo RL config (``rlgate`` block removed).
+        gate: the raw ``rlgate:`` mapping (``{}`` when absent).
+        overrides: the dotted overrides applied, in order.
+        sources: every file of the ``defaults:`` chain, child last.
+        unresolved: interpolations kept verbatim (e.g. unset ``oc.env`` variables).
+    """
+
+    name: str
+    path: Path
+    config: dict[str, Any]
+    gate: dict[str, Any]
+    overrides: tuple[str, ...] = ()
+    sources: tuple[Path, ...] = ()
+    unresolved: tuple[Unresolved, ...] = field(default=())
+
+
+def _register_resolvers() -> None:
+    # The same arithmetic resolvers NeMo RL registers before loading configs.
+    for name, fn in {
+        "add": lambda a, b: a + b,
+        "mul": lambda a, b: a * b,
+        "div": lambda a, b: a / b,
+        "max": lambda a, b: max(a, b),
+    }.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)
+
+
+# NeMo RL configs nest about ten levels; OmegaConf recurses a few frames per level and
+# overflows Python's stack near 300. A deeper document is refused before OmegaConf sees it.
+MAX_DEPTH = 64
+
+
+def _depth(node: Any) -> int:
+    """Nesting depth of a parsed YAML document (iterative: never recurses itself)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((c, level + 1) for c in children if isinstance(c, dict | list))
+    return deepest
+
+
+def _load_yaml(path: Path) -> DictConfig:
+    # read_yaml first: missing/directory/non-UTF-8 files and alias bombs are refused
+    # before OmegaConf (which expands aliases without a budget) ever parses the file.
+    raw = read_yaml(path, what="config file", error=RecipeError)
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{path}: a NeMo RL config must be a mapping, got {type(raw).__name__}")
+    if _depth(raw) > MAX_DEPTH:
+        raise RecipeError(
+            f"{path}: nested more than {MAX_DEPTH} levels deep; not a NeMo RL config",
+            hint="NeMo RL configs nest about ten levels",
+        )
+    try:
+        # OmegaConf's own loader, as NeMo RL's load_config uses: it reads 1e-6 as a float
+        # (PyYAML's YAML 1.1 rules read it as a string) and refuses duplicate keys.
+        return OmegaConf.load(path)  # keeps interpolations unresolved
+    except (OmegaConfBaseException, yaml.YAMLError, RecursionError) as exc:
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise RecipeError(f"{path}: not a valid NeMo RL config: {detail}") from exc
+
+
+def _merge(base: DictConfig, child: DictConfig) -> DictConfig:
+    for key in list(child.keys()):
+        if OmegaConf.is_missing(child, key):
+            continue
+        node = child[key]
+        if isinstance(node, DictConfig) and node.get("_override_", False):
+            node.pop("_override_")
+            if key in base:
+                base.pop(key)
+    merged = OmegaConf.merge(base, child)
+    assert isinstance(merged, DictConfig)
+    return merged
+
+
+def _parent_paths(path: Path, defaults: Any) -> list[Path]:
+    """The files a ``defaults:`` value names (NeMo RL: a path or a list of paths)."""
+    entries = [defaults] if isinstance(defaults, str) else defaults
+    if not isinstance(entries, ListConfig | list) or not all(isinstance(e, str) for e in entries):
+        shown = OmegaConf.to_container(defaults) if OmegaConf.is_config(defaults) else defaults
+        raise RecipeError(
+            f"{path}: `defaults:` must be a file path or a list of file paths, got {shown!r}",
+            hint="e.g. `defaults: ../../grpo_math_1B.yaml` (relative to the file that names it)",
+        )
+    parents = []
+    for entry in entries:
+        parent = Path(entry) if Path(entry).is_absolute() else path.parent / entry
+        if parent.is_dir():
+            raise RecipeError(
+                f"{path}: defaults entry {entry!r} is a directory ({parent}), not a config file"
+            )
+        if not parent.is_file():
+            raise RecipeError(
+                f"{path}: defaults entry {entry!r} not found (looked for {parent})",
+                hint="defaults paths are relative to the file that names them",
+            )
+        parents.append(parent)
+    return parents
+
+
+def _load_chain(path: Path, seen: tuple[Path, ...]) -> tuple[DictConfig, list[Path]]:
+    path = path.resolve()
+    if path in seen:
+        chain = " -> ".join(str(p) for p in (*seen, path))
+        raise RecipeError(f"circular defaults chain: {chain}")
+    cfg = _load_yaml(path)
+    sources: list[Path] = []
+    if "defaults" in cfg:
+        defaults = cfg.pop("defaults")
+        base = OmegaConf.create({})
+        for parent_path in _parent_paths(path, defaults):
+            parent_cfg, parent_sources = _load_chain(parent_path, (*seen, path))
+            sources.extend(parent_sources)
+            base = _merge(base, parent_cfg)
+        cfg = _merge(base, cfg)
+    sources.append(path)
+    return cfg, sources
+
+
+def _apply_overrides(cfg: DictConfig, overrides: Sequence[str]) -> DictConfig:
+    if not overrides:
+        return cfg
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    OmegaConf.set_struct(cfg, True)
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides=list(overrides))
+        ConfigLoaderImpl._apply_overrides_to_config(overrides=parsed, cfg=cfg)
+    except Exception as exc:  # hydra raises several unrelated exception types
+        raise RecipeError(
+            f"cannot apply overrides {list(overrides)}: {exc}",
+            hint="use key=value for existing keys, ++key=value to add, ~key to delete "
+            "(NeMo RL's Hydra override syntax)",
+        ) from exc
+    finally:
+        OmegaConf.set_struct(cfg, False)
+    return cfg
+
+
+def _walk(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            yield path, value
+            yield from _walk(value, path)
+
+
+@contextmanager
+def _env_stubbed() -> Iterator[None]:
+    """Every ``oc.env`` lookup succeeds (a placeholder) while inside; restored on exit."""
+    OmegaConf.register_new_resolver(
+        "oc.env", lambda key, default=None: f"<env {key}>", replace=True
+    )
+    try:
+        yield
+    finally:
+        OmegaConf.register_new_resolver("oc.env", oc_resolvers.env, replace=True)
+
+
+def _unresolved(cfg: DictConfig, path: str, node: str, exc: Exception) -> Unresolved:
+    """Classify a failed interpolation by resolving it again with every env variable set."""
+    reason = str(exc).splitlines()[0]
+    kind: UnresolvedKind = "env"
+    with _env_stubbed():
+        try:
+            OmegaConf.select(cfg, path, throw_on_resolution_failure=True)
+        except InterpolationKeyError as again:
+            kind, reason = "missing-key", str(again).splitlines()[0]
+        except UnsupportedInterpolationType as again:
+            kind, reason = "resolver", str(again).splitlines()[0]
+        except InterpolationToMissingValueError as again:
+            kind, reason = "missing-value", str(again).splitlines()[0]
+        except (OmegaConfBaseException, TypeError, ValueError, ArithmeticError):
+            pass  # depends on the variable's value (e.g. arithmetic on it): may resolve there
+    return Unresolved(path, node, reason, kind)
+
+
+def _resolve(cfg: DictConfig) -> tuple[dict[str, Any], list[Unresolved]]:
+    """Resolve interpolations node by node, keeping the ones that cannot resolve here."""
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(raw, dict)
+    unresolved: list[Unresolved] = []
+
+    def resolve_node(node: Any, path: str) -> Any:
+        if isinstance(node, dict):
+            return {k: resolve_node(v, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [resolve_node(v, f"{path}[{i}]") for i, v in enumerate(node)]
+        if isinstance(node, str) and "${" in node:
+            try:
+                value = OmegaConf.select(cfg, path, throw_on_resolution_failure=True)
+            except (OmegaConfBaseException, TypeError, ValueError, ArithmeticError) as exc:
+                unresolved.append(_unresolved(cfg, path, node, exc))
+                return node
+            if isinstance(value, DictConfig | ListConfig):
+                return OmegaConf.to_container(value, resolve=True)
+            return value
+        return node
+
+    return resolve_node(raw, ""), unresolved
+
+
+def load_recipe(path: str | os.PathLike[str], overrides: Sequence[str] = ()) -> Recipe:
+    """Load a NeMo RL GRPO config (with ``defaults:`` chain) and apply dotted overrides.
+
+    Raises:
+        RecipeError: the file, a parent or an override cannot be loaded or applied.
+    """
+    _register_resolvers()
+    file = Path(path)
+    cfg, sources = _load_chain(file, ())
+    cfg = _apply_overrides(cfg, overrides)
+    resolved, unresolved = _resolve(cfg)
+    gate = resolved.pop(GATE_KEY, None) or {}
+    if not isinstance(gate, dict):
+        raise RecipeError(f"{file}: the `{GATE_KEY}:` block must be a mapping")
+    # List elements are not addressable by OmegaConf.select paths; drop their noise.
+    unresolved = [u for u in unresolved if not u.key.startswith(f"{GATE_KEY}.")]
+    return Recipe(
+        name=file.stem,
+        path=file,
+        config=resolved,
+        gate=gate,
+        overrides=tuple(overrides),
+        sources=tuple(sources),
+        unresolved=tuple(unresolved),
+    )
+
+
+# The sections that name the algorithm of NeMo RL's other configs: the base configs of
+# ALGO_MAPPING_TO_BASE_YAML (tests/unit/test_recipes_and_test_suites.py @ 7ea279a) are
+# sft.yaml (sft:), dpo.yaml (dpo:), rm.yaml (rm:), distillation_math.yaml (distillation:)
+# and ppo_math_1B_megatron.yaml (ppo:); every GRPO-family base (grpo, dapo, gdpo, mopd,
+# prorlv2, vlm_grpo) has a grpo: section.
+OTHER_ALGORITHMS = ("distillation", "dpo", "ppo", "rm", "sft")
+
+
+def require_grpo(recipe: Recipe) -> None:
+    """Refuse a config that is not a GRPO config (no ``grpo:`` section after its defaults).
+
+    Raises:
+        RecipeError: naming the other algorithm's section when there is one.
+    """
+    if isinstance(recipe.config.get("grpo"), dict):
+        return
+    others = [f"`{k}:`" for k in OTHER_ALGORITHMS if k in recipe.config]
+    what = f"has {', '.join(others)}" if others else "no `grpo:` section"
+    raise RecipeError(
+        f"{recipe.path}: not a GRPO config ({what})",
+        hint="rlgate recipe check validates GRPO-family configs (grpo, dapo, gdpo, mopd), "
+        "the ones NeMo RL runs with run_grpo*.py",
+    )
+
+
+def recipe_files(root: str | os.PathLike[str]) -> list[Path]:
+    """Rlgate's recipes under ``root``: ``*.yaml`` and one level of subfolders, except ``base/``."""
+    top = Path(root)
+    files = sorted(top.glob("*.yaml")) + sorted(
+        p for p in top.glob("*/*.yaml") if p.parent.name != "base"
+    )
+    return files
+
+
+TIERS = ("functional", "convergence", "perf", "swe_gate")
+
+
+def recipe_tiers(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The tiers a recipe file declares in ``rlgate.tiers`` (read without loading its chain)."""
+    raw = read_yaml(path, what="recipe", error=RecipeError) or {}
+    gate = raw.get(GATE_KEY) if isinstance(raw, dict) else None
+    tiers = gate.get("tiers") if isinstance(gate, dict) else None
+    if tiers is None:
+        return TIERS
+    unknown = sorted(set(tiers) - set(TIERS))
+    if unknown:
+        raise RecipeError(f"{path}: rlgate.tiers has unknown tier(s) {unknown}; known: {TIERS}")
+    return tuple(tiers)
+
+
+def get_path(config: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
+    """Return ``config[a][b][c]`` for ``"a.b.c"``, or ``default`` when any level is absent."""
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def flatten(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Return every key path of ``config`` (mappings descended, lists kept as leaves)."""
+    return dict(_walk(config))
+
+
+class KnownLimitation(BaseModel):
+    """A documented, real limitation a functional check is expected to hit (strict xfail)."""
+
+    model_config = ConfigDict(extra="forbid")
+    check: Literal["contiguity", "round_trip", "streaming"]
+    scenario: str
+    reason: str
+
+
+class FunctionalGate(BaseModel):
+    """The ``rlgate.functional`` block of a recipe."""
+
+    model_config = ConfigDict(extra="forbid")
+    expect: Literal["pass", "reject"] = "pass"
+    reject_codes: list[str] = Field(default_factory=list)
+    data_tool_format: Literal["xml", "json"] | None = None
+    data_reasoning: bool | None = None
+    known_limitations: list[KnownLimitation] = Field(default_factory=list)
+
+
+def functional_gate(recipe: Recipe) -> FunctionalGate:
+    """Validate the recipe's ``rlgate.functional`` block."""
+    try:
+        return FunctionalGate.model_validate(recipe.gate.get("functional") or {})
+    except ValidationError as exc:
+        raise RecipeError(f"{recipe.path}: invalid rlgate.functional block: {exc}") from exc

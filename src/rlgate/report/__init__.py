@@ -1,0 +1,1 @@
+"""The go/no-go release report: inputs, verdict, story, rendering, plots."""

@@ -1,0 +1,51 @@
+"""The release report as one record: everything the report shows (rendering only formats it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlgate.report.inputs import CaseStatus, GateCase, JunitEvidence, RunDoc, SweDoc
+from rlgate.report.plots import Figure
+from rlgate.report.story import RecipeFacts, TrainingTime, VersionFacts
+from rlgate.report.verdict import Blocker, SweEvidence, TierSummary, Verdict
+
+__all__ = ["ReleaseReport"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseReport:
+    """Everything the report shows; rendering only formats it."""
+
+    title: str
+    demo: bool
+    verdict: Verdict
+    blockers: tuple[Blocker, ...]
+    story: str
+    story_md: str  # the same sentence, its input-derived parts escaped for Markdown
+    tiers: tuple[TierSummary, ...]
+    junit: JunitEvidence
+    runs: tuple[tuple[Path, RunDoc], ...]
+    swe: tuple[Path, SweDoc] | None
+    swe_evidence: SweEvidence | None
+    recipe: RecipeFacts | None
+    time: TrainingTime | None
+    versions: VersionFacts
+    inputs: tuple[tuple[str, str], ...]  # (path, sha256)
+    figures: tuple[Figure, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+    protected: tuple[str, ...] = ()  # every input path, incl. run directories a JSON names
+
+    @property
+    def swe_verdict(self) -> str | None:
+        """The SWE verdict the report acts on (None: missing, or contradicted by its numbers)."""
+        return self.swe_evidence.verdict if self.swe_evidence else None
+
+    @property
+    def allowances(self) -> tuple[GateCase, ...]:
+        """Skipped and expected-failure testcases of gating suites (allowed, but listed)."""
+        return tuple(
+            c
+            for c in self.junit.cases
+            if c.status in (CaseStatus.SKIPPED, CaseStatus.XFAILED) and not c.informational
+        )

@@ -1,0 +1,579 @@
+"""The release verdict rule: GO, NO-GO or INCOMPLETE from classified JUnit testcases.
+
+Pure: records in, a verdict and its blockers out. The rule (``docs/recommendation-rule.md``):
+
+* **NO-GO** when a testcase of a gating suite fails or errors (a ``swe_gate`` error
+  excepted), when a check testcase passed but records a failing verdict, when a run JSON
+  reports a failed check the JUnit does not show (or says it did not pass without naming a
+  failed check), or when the SWE verdict is ``regressed``, or ``no_significant_change`` on
+  the full SWE-bench Verified set;
+* otherwise **INCOMPLETE** when a release tier (functional, convergence, perf, swe_gate) had
+  no gate check evaluated (missing, every check skipped, or only informational testcases
+  such as benchmarks), when a ``swe_gate`` criterion errors, when the SWE verdict is
+  ``inconclusive`` or missing, when the SWE evidence contradicts its own numbers, or when
+  the comparison did not run on the full 500-instance SWE-bench Verified set;
+* otherwise **GO**. Skips and expected failures are allowed (the report lists them).
+
+Informational testcases (the per-instance SWE suite, benchmarks) are shown, never gate. The
+SWE verdict is never taken on trust: :func:`swe_evidence` recomputes it from the numbers the
+evidence carries (Δ, its CI, p, α, margin, criteria, infra error rates) with the gate's own
+rule (:mod:`rlgate.swe.compare`), and names the instance set compared. Every blocker
+carries the anchor of its evidence in the rendered report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from rlgate.core.errors import RlgateError
+from rlgate.report.inputs import (
+    REQUIRED_TIERS,
+    VERDICT,
+    CaseStatus,
+    GateCase,
+    ReleaseTier,
+    RunDoc,
+    SweDoc,
+)
+from rlgate.swe.records import VERIFIED_IDS_SHA256, InstanceSet, classify_instance_set, verified_ids
+
+__all__ = [
+    "Blocker",
+    "BlockerKind",
+    "SweEvidence",
+    "TierSummary",
+    "Verdict",
+    "decide",
+    "summarise_tiers",
+    "swe_evidence",
+]
+
+
+class Verdict(Enum):
+    """The release recommendation."""
+
+    GO = "GO"
+    NO_GO = "NO-GO"
+    INCOMPLETE = "INCOMPLETE"
+
+
+class BlockerKind(Enum):
+    """Why a gate stands in the way of GO."""
+
+    FAILED = "failed"
+    ERROR = "error"
+    NOT_RUN = "not run"
+    SWE = "swe verdict"
+    SWE_SET = "swe instance set"
+    INCONSISTENT = "inconsistent inputs"
+
+
+@dataclass(frozen=True, slots=True)
+class Blocker:
+    """A failing or missing gate, with the verdict it forces and a link to its evidence."""
+
+    kind: BlockerKind
+    tier: ReleaseTier
+    title: str
+    detail: str
+    anchor: str
+    forces: Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class TierSummary:
+    """The testcases of one tier and their counts."""
+
+    tier: ReleaseTier
+    cases: tuple[GateCase, ...]
+
+    def count(self, status: CaseStatus) -> int:
+        """Number of non-informational testcases with ``status``."""
+        return sum(1 for c in self.cases if c.status is status and not c.informational)
+
+    @property
+    def ran(self) -> bool:
+        """True when at least one gate check of the tier was evaluated (not skipped)."""
+        return any(c.executed and c.gating for c in self.cases)
+
+    @property
+    def anchor(self) -> str:
+        """Anchor of this tier's evidence section."""
+        return f"tier-{self.tier.value}"
+
+
+def summarise_tiers(cases: Sequence[GateCase]) -> tuple[TierSummary, ...]:
+    """One summary per release tier (present or not) and per other tier with testcases."""
+    out = []
+    for tier in ReleaseTier:
+        mine = tuple(c for c in cases if c.tier is tier)
+        if mine or tier in REQUIRED_TIERS:
+            out.append(TierSummary(tier, mine))
+    return tuple(out)
+
+
+# --- the SWE evidence ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SweEvidence:
+    """The SWE verdict as stated, the instance set it was computed on, and contradictions.
+
+    ``verdict`` is what the report acts on: the stated verdict, or ``None`` when the
+    evidence contradicts itself (its numbers give another verdict, or its instance set is
+    not what it claims); ``contradictions`` says how.
+    """
+
+    stated: str
+    instance_set: InstanceSet
+    n: int | None
+    source: str
+    contradictions: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> str | None:
+        """The stated verdict when the evidence is consistent, else None."""
+        return None if self.contradictions else self.stated
+
+    @property
+    def full_verified(self) -> bool:
+        """True when the comparison ran on the full SWE-bench Verified set."""
+        return self.instance_set is InstanceSet.VERIFIED
+
+    def universe(self) -> str:
+        """``SWE-bench Verified`` / ``a 100-instance subset of SWE-bench Verified`` / ..."""
+        if self.instance_set is InstanceSet.VERIFIED:
+            return "SWE-bench Verified"
+        if self.instance_set is InstanceSet.VERIFIED_SUBSET:
+            size = f"{self.n}-instance " if self.n else ""
+            return f"a {size}subset of SWE-bench Verified"
+        return f"an unrecognised {self.n}-instance set" if self.n else "an unrecognised set"
+
+
+def _decided(
+    delta: float, p: float, ci: tuple[float, float], alpha: float, margin: float | None
+) -> tuple[set[str], str]:
+    """Verdicts the gate's rule gives for these numbers (both when the margin is unknown)."""
+    from rlgate.swe.compare import GateOptions, decide_verdict
+
+    margins = (margin,) if margin is not None else (0.0, 200.0)
+    out = [
+        decide_verdict(delta, p, ci, "test", GateOptions(alpha=alpha, margin_pp=m)) for m in margins
+    ]
+    return {v.value for v, _ in out}, out[0][1].replace("test p", "p")
+
+
+def _number_contradictions(
+    stated: str,
+    *,
+    delta: float,
+    p: float,
+    ci: tuple[float, float],
+    alpha: float,
+    margin: float | None,
+    input_error: str | None,
+    failed: bool,
+) -> list[str]:
+    """How ``stated`` disagrees with the numbers it was stated with (empty: it agrees)."""
+    out = []
+    if input_error is not None:
+        if stated != "inconclusive":
+            out.append(f"it states {stated!r} although {input_error} (that is inconclusive)")
+    else:
+        expected, why = _decided(delta, p, ci, alpha, margin)
+        if stated not in expected:
+            given = " or ".join(sorted(expected))
+            out.append(f"it states {stated!r} but its numbers give {given} ({why})")
+        elif failed != (stated == "regressed"):
+            failing = "a criterion failed" if failed else "no criterion failed"
+            out.append(f"it states {stated!r} but {failing}")
+    lo, hi = ci
+    if not lo - 0.01 <= delta <= hi + 0.01:
+        out.append(f"Δ {delta:+.2f} pp lies outside its own 95% CI [{lo:+.2f}, {hi:+.2f}] pp")
+    return out
+    expected, why = _decided(delta, p, ci, alpha, margin)
+    if stated not in expected:
+        out.append(
+            f"it states {stated!r} but its numbers give {' or '.join(sorted(expected))} ({why})"
+        )
+    elif failed != (stated == "regressed"):
+        out.append(
+            f"it states {stated!r} but "
+            + ("a criterion failed" if failed else "no criterion failed")
+        )
+    return out
+
+
+def _set_from_hash(ids_sha256: str | None, n: int | None) -> InstanceSet | None:
+    if ids_sha256 == VERIFIED_IDS_SHA256 and n in (None, len(verified_ids())):
+        return InstanceSet.VERIFIED
+    return None
+
+
+def _claimed_set(claim: str, ids_sha256: str | None, n: int | None) -> tuple[InstanceSet, str]:
+    """The instance set a document claims, checked against its id hash and size."""
+    try:
+        claimed = InstanceSet(claim)
+    except ValueError:
+        return InstanceSet.UNKNOWN, f"instance set {claim!r} is not one rlgate knows"
+    full = len(verified_ids())
+    if claimed is InstanceSet.VERIFIED and (
+        (ids_sha256 is not None and ids_sha256 != VERIFIED_IDS_SHA256)
+        or (n is not None and n != full)
+    ):
+        return InstanceSet.UNKNOWN, (
+            f"it claims the full SWE-bench Verified set, but its {n} instance ids "
+            f"(sha256 {str(ids_sha256)[:12]}) are not the {full} Verified ids"
+        )
+    if claimed is not InstanceSet.VERIFIED and _set_from_hash(ids_sha256, n):
+        return InstanceSet.VERIFIED, ""
+    if claimed is InstanceSet.VERIFIED_SUBSET and n is not None and n >= full:
+        return InstanceSet.UNKNOWN, f"it claims a subset of SWE-bench Verified of {n} instances"
+    return claimed, ""
+
+
+def _from_json(doc: SweDoc, source: str) -> SweEvidence:
+    ds = doc.dataset
+    problems = []
+    errored = [c.name for c in doc.criteria if c.status == "error"]
+    worst = max(r.infra_error_rate for arm in (doc.before, doc.after) for r in arm.runs)
+    input_error = None
+    if errored:
+        input_error = f"criteria {', '.join(errored)} errored"
+    elif worst > doc.max_infra_error_rate:
+        input_error = (
+            f"a run has {worst:.1%} infra errors (more than max_infra_error_rate "
+            f"{doc.max_infra_error_rate:.1%})"
+        )
+    problems += _number_contradictions(
+        doc.verdict,
+        delta=doc.delta_pp,
+        p=doc.p_value,
+        ci=doc.ci95_pp,
+        alpha=doc.alpha,
+        margin=doc.margin_pp,
+        input_error=input_error,
+        failed=any(c.status == "fail" for c in doc.criteria),
+    )
+    delta_rates = 100.0 * (doc.after.rate - doc.before.rate)
+    if abs(doc.delta_pp - delta_rates) > 0.01:
+        problems.append(
+            f"Δ {doc.delta_pp:+.2f} pp, but the arms' resolve rates {doc.before.rate:.4f} → "
+            f"{doc.after.rate:.4f} differ by {delta_rates:+.2f} pp"
+        )
+    if ds.instance_set is None:  # written before rlgate named the set: the id hash decides
+        instance_set = _set_from_hash(ds.ids_sha256, ds.n_instances) or InstanceSet.UNKNOWN
+    else:
+        instance_set, problem = _claimed_set(ds.instance_set, ds.ids_sha256, ds.n_instances)
+        problems += [problem] if problem else []
+    return SweEvidence(doc.verdict, instance_set, ds.n_instances, source, tuple(problems))
+
+
+_SET_PROPERTIES = ("rlgate.instance_set", "rlgate.swe.instance_set")
+_SHA_PROPERTIES = ("rlgate.dataset.sha256", "rlgate.swe.dataset_sha256")
+
+
+def _one_value(props: Sequence[tuple[str, str, str]], names: tuple[str, ...]) -> str | None:
+    values = {(src, v) for src, k, v in props if k in names}
+    if len({v for _, v in values}) > 1:
+        raise RlgateError(
+            f"the swe_gate JUnit files disagree on {names[0]}: "
+            + "; ".join(f"{v!r} in {src}" for src, v in sorted(values)),
+            hint="pass the JUnit of one `rlgate swe compare` run",
+        )
+    return next((v for _, v in values), None)
+
+
+def _junit_set(
+    cases: Sequence[GateCase], props: Sequence[tuple[str, str, str]]
+) -> tuple[InstanceSet, int | None, list[str]]:
+    """The instance set of a swe_gate JUnit: its per-instance suite, else what it states."""
+    n_raw = _one_value(props, ("rlgate.n_instances",))
+    n = int(n_raw) if n_raw is not None and n_raw.isdigit() else None
+    claim = _one_value(props, _SET_PROPERTIES)
+    ids_sha = _one_value(props, ("rlgate.instance_set.ids_sha256",))
+    sha = ids_sha or _one_value(props, _SHA_PROPERTIES)
+    ids = [
+        c.name for c in cases if c.tier is ReleaseTier.SWE_GATE and c.informational == "instance"
+    ]
+    if ids:
+        counted = classify_instance_set(ids)
+        problems = []
+        if n is not None and n != len(set(ids)):
+            problems.append(f"it states {n} instances but lists {len(set(ids))}")
+        if claim is not None and claim != counted.value:
+            problems.append(f"it claims {claim!r} but its instances are {counted.value!r}")
+        return counted, len(set(ids)), problems
+    if claim is not None:
+        instance_set, problem = _claimed_set(claim, ids_sha, n)
+        return instance_set, n, [problem] if problem else []
+    return _set_from_hash(sha, n) or InstanceSet.UNKNOWN, n, []
+
+
+def _from_junit(
+    cases: Sequence[GateCase], props: Sequence[tuple[str, str, str]], stated: str
+) -> SweEvidence:
+    gate = [c for c in cases if c.tier is ReleaseTier.SWE_GATE and c.gating]
+    instance_set, n, problems = _junit_set(cases, props)
+    significance = next(
+        (c for c in gate if "significance" in (c.prop("rlgate.criterion"), c.name)), None
+    )
+    numbers = None
+    if significance is not None:
+        keys = ("delta_pp", "value", "ci95_low_pp", "ci95_high_pp", "bound")
+        numbers = [significance.number(f"rlgate.{k}") for k in keys]
+    errored = [c.name for c in gate if c.status is CaseStatus.ERROR]
+    failed = any(c.status is CaseStatus.FAILED for c in gate)
+    if numbers is not None and None not in numbers:
+        delta, p, lo, hi, alpha = numbers
+        if not (0 <= p <= 1 and 0 < alpha < 1 and lo <= hi):
+            raise RlgateError(
+                f"{significance.source}: testcase {significance.name!r}: p = {p}, α = {alpha}, "
+                f"CI [{lo}, {hi}] are not a p-value, a significance level and an interval"
+            )
+        problems += _number_contradictions(
+            stated,
+            delta=delta,
+            p=p,
+            ci=(lo, hi),
+            alpha=alpha,
+            margin=None,
+            input_error=f"criteria {', '.join(errored)} errored" if errored else None,
+            failed=failed,
+        )
+    elif errored and stated != "inconclusive":
+        problems.append(f"it states {stated!r} although criteria {', '.join(errored)} errored")
+    source = "swe_gate JUnit " + ", ".join(sorted({c.source for c in gate}))
+    return SweEvidence(stated, instance_set, n, source, tuple(problems))
+
+
+def swe_evidence(
+    cases: Sequence[GateCase],
+    swe: SweDoc | None,
+    source: str = "",
+    suite_properties: Sequence[tuple[str, str, str]] = (),
+) -> SweEvidence | None:
+    """The SWE evidence from the SWE JSON, else from the swe_gate JUnit; None if absent.
+
+    Raises RlgateError when the JSON and the JUnit describe different comparisons.
+    """
+    from_junit = {
+        c.prop(VERDICT)
+        for c in cases
+        if c.tier is ReleaseTier.SWE_GATE and c.gating and c.prop(VERDICT)
+    }
+    if len(from_junit) > 1:
+        raise RlgateError(
+            f"the swe_gate JUnit testcases disagree on the verdict: {sorted(from_junit)}"
+        )
+    junit_verdict = next(iter(from_junit), None)
+    if swe is not None:
+        if junit_verdict is not None and junit_verdict != swe.verdict:
+            raise RlgateError(
+                f"SWE JSON {source} says {swe.verdict!r} but the swe_gate JUnit says "
+                f"{junit_verdict!r}",
+                hint="pass the JSON and the JUnit of the same `rlgate swe compare` run",
+            )
+        evidence = _from_json(swe, f"SWE JSON {source}")
+        if junit_verdict is not None:
+            junit_set, _, _ = _junit_set(cases, suite_properties)
+            named = _one_value(suite_properties, _SET_PROPERTIES) or any(
+                c.informational == "instance" for c in cases
+            )
+            if named and junit_set is not evidence.instance_set and not evidence.contradictions:
+                raise RlgateError(
+                    f"SWE JSON {source} compared {evidence.universe()} but the swe_gate "
+                    f"JUnit compared {junit_set.value}",
+                    hint="pass the JSON and the JUnit of the same `rlgate swe compare` run",
+                )
+        return evidence
+    if junit_verdict is None:
+        return None
+    return _from_junit(cases, suite_properties, junit_verdict)
+
+
+# --- blockers -------------------------------------------------------------------------------
+
+
+def _case_blockers(cases: Sequence[GateCase]) -> list[Blocker]:
+    out = []
+    for case in cases:
+        if case.informational:
+            continue
+        verdict = case.prop(VERDICT)
+        if (
+            case.status is CaseStatus.PASSED
+            and case.tier in (ReleaseTier.CONVERGENCE, ReleaseTier.PERF)
+            and verdict in ("fail", "error")
+        ):
+            out.append(
+                Blocker(
+                    BlockerKind.INCONSISTENT,
+                    case.tier,
+                    f"{case.tier.value}: {case.name}",
+                    f"the testcase passed but records {VERDICT} = {verdict} ({case.source})",
+                    case.anchor,
+                    Verdict.NO_GO,
+                )
+            )
+        if case.status not in _BAD:
+            continue
+        infra = case.tier is ReleaseTier.SWE_GATE and case.status is CaseStatus.ERROR
+        out.append(
+            Blocker(
+                BlockerKind.ERROR if case.status is CaseStatus.ERROR else BlockerKind.FAILED,
+                case.tier,
+                f"{case.tier.value}: {case.name}",
+                case.message or f"{case.status.value} ({case.classname})",
+                case.anchor,
+                Verdict.INCOMPLETE if infra else Verdict.NO_GO,
+            )
+        )
+    return out
+
+
+def _not_run_detail(cases: Sequence[GateCase]) -> str:
+    """Why a tier with testcases had no gate check evaluated."""
+    if not cases:
+        return "no JUnit testcase of this tier was given"
+    parts = []
+    skipped = [c for c in cases if not c.informational and not c.executed]
+    if skipped:
+        reasons = sorted({c.message for c in skipped if c.message})
+        parts.append(f"{len(skipped)} testcase(s) skipped: " + "; ".join(reasons[:3]))
+    plain = [c for c in cases if not c.informational and c.executed and not c.gating]
+    if plain:
+        names = ", ".join(c.name for c in plain[:3]) + (" …" if len(plain) > 3 else "")
+        parts.append(
+            f"{len(plain)} testcase(s) ran but record no {VERDICT}, so are no gate check ({names})"
+        )
+    info = [c for c in cases if c.informational]
+    if info:
+        kinds = ", ".join(sorted({c.informational for c in info}))
+        parts.append(f"{len(info)} informational testcase(s) ({kinds}) never count")
+    if len(parts) == 1 and skipped and len(skipped) == len(cases):
+        return f"all {parts[0]}"
+    return "no gate check was evaluated: " + "; ".join(parts)
+
+
+def _tier_blockers(tiers: Sequence[TierSummary]) -> list[Blocker]:
+    return [
+        Blocker(
+            BlockerKind.NOT_RUN,
+            summary.tier,
+            f"{summary.tier.value}: tier did not run",
+            _not_run_detail(summary.cases),
+            summary.anchor,
+            Verdict.INCOMPLETE,
+        )
+        for summary in tiers
+        if summary.tier in REQUIRED_TIERS and not summary.ran
+    ]
+
+
+def _run_blockers(runs: Sequence[tuple[Path, RunDoc]], cases: Sequence[GateCase]) -> list[Blocker]:
+    """A check the run JSON failed must show in the JUnit as a failure or error too."""
+    failing = {(c.tier.value, c.name) for c in cases if c.status in _BAD} | {
+        (c.tier.value, _param_id(c.name)) for c in cases if c.status in _BAD
+    }
+    out = []
+    for path, doc in runs:
+        for check in doc.checks:
+            if check.status != "pass" and (check.tier, check.name) not in failing:
+                out.append(
+                    Blocker(
+                        BlockerKind.INCONSISTENT,
+                        ReleaseTier(check.tier),
+                        f"{check.tier}: {check.name} ({doc.recipe})",
+                        f"run JSON {path} reports {check.status.upper()} ({check.message}) "
+                        "but no JUnit testcase shows it; pass that run's --junit too",
+                        "runs",
+                        Verdict.NO_GO,
+                    )
+                )
+        if not doc.passed and all(c.status == "pass" for c in doc.checks):
+            out.append(
+                Blocker(
+                    BlockerKind.INCONSISTENT,
+                    ReleaseTier.CONVERGENCE,
+                    f"run JSON: {doc.recipe} did not pass",
+                    f"run JSON {path} says passed = false but lists no failed check",
+                    "runs",
+                    Verdict.NO_GO,
+                )
+            )
+    return out
+
+
+_BAD = (CaseStatus.FAILED, CaseStatus.ERROR)
+
+
+def _param_id(name: str) -> str:
+    """``test_convergence_check[reward_improvement]`` -> ``reward_improvement``."""
+    return name[name.find("[") + 1 : -1] if name.endswith("]") and "[" in name else name
+
+
+def _swe_blockers(swe: SweEvidence | None) -> list[Blocker]:
+    def blocker(kind: BlockerKind, title: str, detail: str, forces: Verdict) -> Blocker:
+        return Blocker(kind, ReleaseTier.SWE_GATE, f"swe_gate: {title}", detail, "swe", forces)
+
+    if swe is None:
+        detail = "no --swe JSON and no swe_gate JUnit carrying a verdict"
+        return [blocker(BlockerKind.SWE, "no SWE verdict", detail, Verdict.INCOMPLETE)]
+    if swe.contradictions:
+        detail = (
+            f"{swe.source}: "
+            + "; ".join(swe.contradictions)
+            + ("; rerun `rlgate swe compare` and pass its JSON and JUnit unedited")
+        )
+        title = "the SWE evidence contradicts itself"
+        return [blocker(BlockerKind.INCONSISTENT, title, detail, Verdict.INCOMPLETE)]
+    out = []
+    on = swe.universe()
+    if swe.stated == "inconclusive":
+        detail = "infra errors or mismatched inputs"
+        out.append(
+            blocker(BlockerKind.SWE, "SWE comparison inconclusive", detail, Verdict.INCOMPLETE)
+        )
+    elif swe.stated == "regressed":
+        detail = f"the trained model is significantly worse on {on}"
+        out.append(blocker(BlockerKind.SWE, "SWE-bench regressed", detail, Verdict.NO_GO))
+    elif swe.stated == "no_significant_change":
+        detail = f"training did not measurably improve {on}"
+        # on a smaller set, a larger design (the full set) could still decide: INCOMPLETE
+        forces = Verdict.NO_GO if swe.full_verified else Verdict.INCOMPLETE
+        out.append(blocker(BlockerKind.SWE, "no significant SWE-bench improvement", detail, forces))
+    if not swe.full_verified:
+        detail = (
+            f"a release GO needs the full {len(verified_ids())}-instance SWE-bench Verified "
+            f"set; this comparison ran on {on}"
+        )
+        out.append(
+            blocker(
+                BlockerKind.SWE_SET,
+                "not the full SWE-bench Verified set",
+                detail,
+                Verdict.INCOMPLETE,
+            )
+        )
+    return out
+
+
+def decide(
+    tiers: Sequence[TierSummary],
+    swe: SweEvidence | None,
+    runs: Sequence[tuple[Path, RunDoc]] = (),
+) -> tuple[Verdict, tuple[Blocker, ...]]:
+    """Apply the verdict rule (module docstring); every blocker is returned, NO-GO first."""
+    cases = [c for t in tiers for c in t.cases]
+    blockers = _case_blockers(cases) + _tier_blockers(tiers) + _run_blockers(runs, cases)
+    blockers += _swe_blockers(swe)
+    blockers.sort(key=lambda b: b.forces is not Verdict.NO_GO)
+    if any(b.forces is Verdict.NO_GO for b in blockers):
+        return Verdict.NO_GO, tuple(blockers)
+    if blockers:
+        return Verdict.INCOMPLETE, tuple(blockers)
+    return Verdict.GO, ()

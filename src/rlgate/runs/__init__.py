@@ -1,0 +1,1 @@
+"""Run inputs read into typed records: TensorBoard, metrics.json, MLPerf, rollouts."""

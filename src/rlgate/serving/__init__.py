@@ -1,0 +1,1 @@
+"""The served chat path: templates, vLLM parsers (the only vLLM gateway), Gym."""

@@ -1,0 +1,1 @@
+"""SWE-bench gate: result records and readers, paired comparison, stats, harness."""

@@ -1,34 +1,256 @@
-"""The result records every check returns: outcome, tier, value, bound, message, evidence."""
+"""The one result model: every check, criterion and gate of every tier is a :class:`Result`.
+
+A :class:`Result` is what leaves a check (``rlgate.checks``), the SWE gate's criteria
+(``rlgate.swe.compare``) and the rollout-path gate (``rlgate.bench.gate``); the CLI prints
+it (:func:`render_table`), writes it as JSON (:meth:`Result.to_json`) and JUnit
+(:mod:`rlgate.core.junit`), and the release report reads it back from both with the same
+model. Decisions over results (the SWE comparison's verdict, the report's GO / NO-GO /
+INCOMPLETE) are made elsewhere; their inputs are Results.
+
+JSON form (``schema_version`` 1): ``{name, tier, status, value, op, threshold, unit, bound,
+message, metric, evidence, informational, schema_version}``; ``status`` is the
+:class:`Outcome`; a non-finite ``value``/``threshold`` is written as the string ``"nan"``,
+``"inf"`` or ``"-inf"`` (strict JSON, and a NaN loss is shown, not dropped).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
-__all__ = ["CheckResult", "Status", "Tier"]
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PlainSerializer,
+    field_validator,
+    model_validator,
+)
+
+__all__ = [
+    "CHECK_TIERS",
+    "RELEASE_TIERS",
+    "RESULT_SCHEMA_VERSION",
+    "Op",
+    "Outcome",
+    "Result",
+    "Tier",
+    "number_text",
+    "render_table",
+]
+
+#: Version of the Result's serialised form (JSON and the ``rlgate.*`` JUnit properties).
+RESULT_SCHEMA_VERSION = 1
+
+
+class Tier(Enum):
+    """Where a result belongs: the four release tiers, then what the report also classifies."""
+
+    FUNCTIONAL = "functional"
+    CONVERGENCE = "convergence"
+    PERF = "perf"
+    SWE_GATE = "swe_gate"
+    UNIT = "unit"  # rlgate's own tests: they gate (a broken gate vouches for nothing)
+    OTHER = "other"  # a testcase whose classname names no tier
+
+
+#: The tiers a release needs (``docs/recommendation-rule.md``).
+RELEASE_TIERS = (Tier.FUNCTIONAL, Tier.CONVERGENCE, Tier.PERF, Tier.SWE_GATE)
+#: The tiers of a recipe's planned checks (``rlgate check-run --tier``).
+CHECK_TIERS = (Tier.CONVERGENCE, Tier.PERF)
+
+
+class Outcome(Enum):
+    """PASS held; FAIL a regression; ERROR the check could not judge (input/infra); SKIP not run."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    SKIP = "skip"
+
+
+class Op(Enum):
+    """A comparison of a value with its threshold (the ``check_metrics`` operators)."""
+
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    EQ = "=="
+
+    def holds(self, left: float, right: float) -> bool:
+        """Apply the comparison (False for NaN, as in Python)."""
+        return {
+            Op.LT: left < right,
+            Op.LE: left <= right,
+            Op.GT: left > right,
+            Op.GE: left >= right,
+            Op.EQ: left == right,
+        }[self]
+
+
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+_NON_FINITE.update({"infinity": math.inf, "-infinity": -math.inf})
+
+
+def _number(value: Any) -> Any:
+    """A JSON number, or the string form of a non-finite one (``"nan"``, ``"inf"``...)."""
+    if isinstance(value, str) and value.strip().lower() in _NON_FINITE:
+        return _NON_FINITE[value.strip().lower()]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number (or 'nan', 'inf', '-inf'), got {value!r}")
+    return float(value)
+
+
+def _json_number(value: float) -> float | str:
+    return value if math.isfinite(value) else str(value)
+
+
+Number = Annotated[
+    float,
+    BeforeValidator(_number),
+    PlainSerializer(_json_number, return_type=float | str, when_used="json"),
+]
+
+
+def number_text(value: float) -> str:
+    """A threshold as a bound shows it (``0.05``, ``1e+03``, ``nan``)."""
+    return f"{value:g}"
+
+
+class Result(BaseModel):
+    """One check's outcome with the numbers behind it.
+
+    ``value`` is compared with ``threshold`` by ``op`` when the check is one comparison (it
+    may be NaN: a NaN loss is what the check caught); ``bound`` is the bound as a person
+    reads it (derived from ``op threshold`` when not given, e.g. ``"< 1.05"``; checks with a
+    compound rule state it, e.g. ``"one-sided p < 0.05 and gain >= 0.02"``). ``unit`` says
+    what ``value`` and ``threshold`` measure when that is not ``metric`` itself (``"x
+    baseline"``, ``"share of steps"``, ``"step"``, ``"run mean"``); empty means they are
+    values of ``metric`` (a condition's reduced value), so a plot of ``metric`` can draw the
+    threshold. ``evidence`` is a JSON mapping of what a reader needs to re-check the
+    outcome; ``informational`` is empty for a gate, else why it never gates (``benchmark``,
+    ``instance``): it is shown, never counted.
+    """
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="ignore",
+        populate_by_name=True,
+        serialize_by_alias=True,
+        validate_by_name=True,
+    )
+
+    name: str
+    tier: Tier
+    outcome: Outcome = Field(alias="status")
+    value: Number | None = None
+    op: Op | None = None
+    threshold: Number | None = None
+    unit: str = ""
+    bound: str = ""
+    message: str = ""
+    metric: str | None = None
+    evidence: dict[str, JsonValue] = Field(default_factory=dict)
+    informational: str = ""
+    schema_version: int = RESULT_SCHEMA_VERSION
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bound_number(cls, data: Any) -> Any:
+        # `rlgate swe compare --json` writes a criterion's bound as its threshold, a number
+        if isinstance(data, dict) and not isinstance(data.get("bound"), bool | str | None):
+            bound = data["bound"]
+            if isinstance(bound, int | float):
+                return {**data, "bound": number_text(bound)}
+        return data
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, version: int) -> int:
+        if not 1 <= version <= RESULT_SCHEMA_VERSION:
+            raise ValueError(
+                f"result schema_version {version}: this rlgate reads 1..{RESULT_SCHEMA_VERSION}"
+            )
+        return version
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Derive ``bound`` from ``op threshold [unit]`` when it was not given."""
+        if not self.bound and self.op is not None and self.threshold is not None:
+            unit = f" {self.unit}" if self.unit else ""
+            bound = f"{self.op.value} {number_text(self.threshold)}{unit}"
+            object.__setattr__(self, "bound", bound)
+
+    @property
+    def passed(self) -> bool:
+        """True for PASS."""
+        return self.outcome is Outcome.PASS
+
+    @property
+    def executed(self) -> bool:
+        """True when the check ran to an outcome (not skipped)."""
+        return self.outcome is not Outcome.SKIP
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form (module docstring); :meth:`from_json` reads it back."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_json(cls, data: Any) -> Result:
+        """Read a JSON form (raises pydantic's ``ValidationError`` on a bad one)."""
+        return cls.model_validate(data)
+
+
+# --- the text table (rlgate check-run, swe compare's criteria, bench rollout's gate) --------
+
+
+def _value_text(value: float | None) -> str:
+    if value is None:
+        return ""
+    return str(value) if not math.isfinite(value) else f"{value:.6g}"
+
+
+def render_table(results: Sequence[Result], lines: Iterable[str] = ()) -> str:
+    """One line per result (outcome, name, value, bound, message), then the counts.
+
+    ``lines`` (a title, warnings) are printed first, as given.
+    """
+    width = max((len(r.name) for r in results), default=4)
+    out = list(lines)
+    for r in results:
+        status = r.outcome.value.upper()
+        out.append(
+            f"  {status:<5} {r.name:<{width}}  {_value_text(r.value):>10}  {r.bound:<24} "
+            f"{r.message}"
+        )
+    ran = [r for r in results if r.executed]
+    failed = sum(not r.passed for r in ran)
+    out.append(
+        f"{len(ran) - failed} passed, {failed} failed or errored, {len(results) - len(ran)} skipped"
+    )
+    return "\n".join(out) + "\n"
+
+
+# --- the records before the one model (removed once every producer returns a Result) --------
 
 
 class Status(Enum):
-    """Outcome of one check."""
+    """Outcome of one check (superseded by :class:`Outcome`)."""
 
     PASS = "pass"
     FAIL = "fail"
     ERROR = "error"
 
 
-class Tier(Enum):
-    """The suite tier a check belongs to."""
-
-    CONVERGENCE = "convergence"
-    PERF = "perf"
-
-
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """One check's outcome, as the CLI JSON and JUnit report it."""
+    """One check's outcome (superseded by :class:`Result`)."""
 
     name: str
     tier: Tier
@@ -37,13 +259,13 @@ class CheckResult:
     bound: str
     message: str
     metric: str | None = None
-    evidence: Mapping[str, Any] = field(default_factory=dict)
+    evidence: Mapping[str, Any] = dc_field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: ``{name, tier, status, value, bound, message, metric, evidence}``."""
         value = self.value
         if value is not None and not math.isfinite(value):
-            value = str(value)  # keep the JSON valid; nan/inf are shown, not dropped
+            value = str(value)
         return {
             "name": self.name,
             "tier": self.tier.value,

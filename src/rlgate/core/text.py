@@ -18,7 +18,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["md_code", "md_text", "one_line", "printable"]
+__all__ = [
+    "escape_controls",
+    "md_code",
+    "md_text",
+    "one_line",
+    "printable",
+    "unescape_controls",
+]
 
 # C0 controls except \t and \n, DEL, C1 controls, the Unicode characters that move or
 # reorder text on a terminal (line/paragraph separators, bidi controls), and lone
@@ -37,6 +44,36 @@ def _escape(match: re.Match[str]) -> str:
 def printable(text: object) -> str:
     """``text`` with every control character except newline and tab made visible."""
     return _CONTROL.sub(_escape, str(text))
+
+
+# escape_controls also escapes what XML 1.0 cannot carry (U+FFFE, U+FFFF), and a backslash
+# that would otherwise read as the start of an escape (so unescape_controls inverts it).
+_NOT_XML = "[\ufffe\uffff]"
+_REVERSIBLE = re.compile(
+    rf"\\(?=\\|x[0-9a-f]{{2}}|u[0-9a-f]{{4}}|{_CONTROL.pattern}|{_NOT_XML})"
+    rf"|{_CONTROL.pattern}|{_NOT_XML}"
+)
+_ESCAPE_SEQUENCE = re.compile(r"\\(\\|x[0-9a-f]{2}|u[0-9a-f]{4})")
+
+
+def escape_controls(text: object) -> str:
+    r"""``printable(text)``, reversibly, and safe in XML 1.0 (U+FFFE/U+FFFF escaped too).
+
+    Controls read ``\x1b`` / ``\u202e`` exactly as :func:`printable` shows them; a backslash
+    that would read as the start of such an escape is doubled, so :func:`unescape_controls`
+    gives the original text back.
+    """
+    return _REVERSIBLE.sub(lambda m: "\\\\" if m.group(0) == "\\" else _escape(m), str(text))
+
+
+def unescape_controls(text: str) -> str:
+    """The inverse of :func:`escape_controls`."""
+
+    def back(match: re.Match[str]) -> str:
+        body = match.group(1)
+        return "\\" if body == "\\" else chr(int(body[1:], 16))
+
+    return _ESCAPE_SEQUENCE.sub(back, text)
 
 
 def one_line(text: object) -> str:

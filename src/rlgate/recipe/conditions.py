@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from rlgate.core.errors import RecipeError
+from rlgate.core.results import Op  # the comparison every Result records
 
 __all__ = [
     "Condition",
@@ -35,26 +36,6 @@ __all__ = [
     "StepIndex",
     "parse_condition",
 ]
-
-
-class Op(Enum):
-    """Comparison operators of the condition language."""
-
-    LT = "<"
-    LE = "<="
-    GT = ">"
-    GE = ">="
-    EQ = "=="
-
-    def holds(self, left: float, right: float) -> bool:
-        """Apply the comparison (False for NaN, as in Python)."""
-        return {
-            Op.LT: left < right,
-            Op.LE: left <= right,
-            Op.GT: left > right,
-            Op.GE: left >= right,
-            Op.EQ: left == right,
-        }[self]
 
 
 class Reducer(Enum):

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from rlgate.checks.plan import load_inputs, load_plan, run_gate
-from rlgate.core.results import Status
+from rlgate.core.results import Outcome
 from rlgate.testing.corpus import EXPECTED_CATCHES, Fault, build_corpus
 
 
@@ -39,7 +39,7 @@ def main() -> None:
                         plan, run, baseline=corpus.baseline, rollouts=corpus.rollouts["healthy"]
                     ),
                 )
-                caught = {r.name for r in report.results if r.status is not Status.PASS}
+                caught = {r.name for r in report.results if r.outcome is not Outcome.PASS}
                 expected = EXPECTED_CATCHES[fault]
                 exact[fault] += caught == expected
                 extra[fault].update(caught - expected)

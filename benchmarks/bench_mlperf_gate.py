@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 
 from rlgate.checks.plan import GateInputs, evaluate_check, load_plan, run_gate
-from rlgate.core.results import Status
+from rlgate.core.results import Outcome
 from rlgate.recipe.spec import BandSpec
 from rlgate.runs.metrics import load_mlperf_log
 from rlgate.testing.perturb import flatten_series, scale_series
@@ -53,7 +53,7 @@ def report_convergence(runs, plans) -> None:
     print("convergence checks, each run vs its recipe (no baseline/band):")
     for g, plan in plans.items():
         reports = [run_gate(plan, GateInputs(run=run)) for run in runs[g]]
-        bad = {r.name for rep in reports for r in rep.results if r.status is not Status.PASS}
+        bad = {r.name for rep in reports for r in rep.results if r.outcome is not Outcome.PASS}
         passed = sum(rep.passed for rep in reports)
         print(f"  GBS {g:4d}: {passed}/6 runs pass; failing checks: {sorted(bad) or 'none'}")
 
@@ -66,7 +66,7 @@ def perf_counts(plan, runs) -> tuple[int, int, int, int, int]:
 
         def fails(candidate, metric, base=base) -> bool:
             inputs = GateInputs(run=candidate, baseline=base)
-            return evaluate_check(plan, checks[metric], inputs).status is not Status.PASS
+            return evaluate_check(plan, checks[metric], inputs).outcome is not Outcome.PASS
 
         fa += fails(cand, STEP) + fails(cand, TPS)
         s12 += fails(scale_series(cand, STEP, 1.2), STEP)
@@ -100,7 +100,7 @@ def band_counts(plan, runs, n_ref: int) -> tuple[int, int, int, int]:
 
             def ok(candidate, refs=refs) -> bool:
                 inputs = GateInputs(run=candidate, band_runs=tuple(refs))
-                return all(evaluate_check(p, c, inputs).status is Status.PASS for c in checks)
+                return all(evaluate_check(p, c, inputs).outcome is Outcome.PASS for c in checks)
 
             acc += ok(runs[held])
             flat += not ok(flatten_series(runs[held], REWARD))

@@ -3,8 +3,9 @@
 #   1. `rlgate budget`: the nightly list must stay under its GPU-hour cap;
 #   2. `rlgate launch` every run of the list (the short async SWE runs);
 #   3. `rlgate watch` them all to their end (non-zero if one died or stopped short);
-#   4. per run: `pytest -m "convergence or perf"` on its log dir -> $REPORTS/<run>.xml (JUnit)
-#      and `rlgate check-run --json` -> $REPORTS/<run>.check.json (for `rlgate report`).
+#   4. per run: `pytest -m "convergence or perf"` on its log dir, one evaluation of its checks
+#      written twice: $REPORTS/<run>.xml (JUnit) and, with --rlgate-json, the `rlgate
+#      check-run --json` document $REPORTS/<run>.check.json (for `rlgate report`).
 # JUnit is written for every launched run, also when it died (its completion check errors).
 # Exit 0 only when every run completed and every check passed.
 #
@@ -80,9 +81,8 @@ while IFS=$'\t' read -r name recipe steps per_run minutes baseline overrides; do
   fi
   "$PY" -m pytest tests/convergence tests/perf -m "convergence or perf" -p no:cacheprovider \
     --run-dir "$run/logs" --recipe "$recipe" --max-steps "$steps" "${base[@]}" \
-    -o junit_suite_name="$name" --junitxml "$REPORTS/$name.xml" "${pytest_extra[@]}" || status=1
-  "${RLGATE[@]}" check-run "$run/logs" --recipe "$recipe" --max-steps "$steps" "${base[@]}" \
-    --json "$REPORTS/$name.check.json" >/dev/null || true  # verdict already in the JUnit
+    -o junit_suite_name="$name" --junitxml "$REPORTS/$name.xml" \
+    --rlgate-json "$REPORTS/$name.check.json" "${pytest_extra[@]}" || status=1
 done <<<"$table"
 
 echo "nightly: runs in $RUNS, reports in $REPORTS, exit $status"

@@ -8,7 +8,7 @@ it; timing/throughput band checks need ``--band-run`` (or ``rlgate.band.runs``).
 import pytest
 
 from rlgate.checks.plan import PlannedCheck
-from rlgate.core.results import CheckResult, Status, Tier
+from rlgate.core.results import Outcome, Result, Tier
 from rlgate.pytest_plugin.tier import parametrize_checks
 
 
@@ -16,6 +16,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     parametrize_checks(metafunc, Tier.PERF)
 
 
-def test_perf_check(planned: PlannedCheck, check_result: CheckResult) -> None:
-    if check_result.status is Status.FAIL:
+def test_perf_check(planned: PlannedCheck, check_result: Result) -> None:
+    if check_result.outcome is Outcome.FAIL:
         pytest.fail(f"FAIL {check_result.name}: {check_result.message}", pytrace=False)

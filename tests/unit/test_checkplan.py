@@ -21,7 +21,7 @@ from rlgate.checks.plan import (
     run_gate,
 )
 from rlgate.core.errors import MetricsError, RecipeError
-from rlgate.core.results import Status, Tier
+from rlgate.core.results import Outcome, Tier
 from rlgate.recipe.facts import RunContext
 from rlgate.recipe.spec import parse_gate
 from rlgate.testing.corpus import Fault
@@ -55,9 +55,9 @@ class TestPlanGate:
             plan_gate(parse_gate({"tiers": ["perf"], "convergence": {}}), RunContext("r"))
 
     def test_junit_escapes_what_xml_cannot_carry(self) -> None:
-        from rlgate.checks.plan import _xml_text
+        from rlgate.core.junit import xml_text
 
-        assert _xml_text("a\x1b[2Kb\x00c\ud800d\uffffe\tf\ng") == (
+        assert xml_text("a\x1b[2Kb\x00c\ud800d\uffffe\tf\ng") == (
             "a\\x1b[2Kb\\x00c\\ud800d\\uffffe\tf\ng"
         )
 
@@ -66,10 +66,11 @@ class TestRunGate:
     def test_run_gate_skips_checks_whose_input_is_missing_naming_the_option(self) -> None:
         plan = mlperf_plan(256)
         report = run_gate(plan, load_inputs(plan, mlperf_path(256, 1)))
-        reasons = {c.name: why for c, why in report.skipped}
+        reasons = {r.name: r.message for r in report.skipped}
+        assert {r.outcome for r in report.skipped} == {Outcome.SKIP}
         assert reasons["perf:timing/train/total_step_time"].endswith("needs --baseline")
         assert "--band-run" in reasons["band_curve:train/reward"]
-        assert report.passed and all(r.status is Status.PASS for r in report.results)
+        assert report.passed and all(r.outcome is Outcome.PASS for r in report.results)
 
     def test_run_gate_restricts_to_tiers(self) -> None:
         plan = mlperf_plan(256)

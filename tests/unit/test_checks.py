@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from rlgate.checks.conditions import evaluate_condition
 from rlgate.core.errors import RecipeError
-from rlgate.core.results import CheckResult, Status, Tier
+from rlgate.core.results import Outcome, Result, Tier
 from rlgate.recipe.conditions import (
     ConditionSyntaxError,
     Op,
@@ -200,15 +200,17 @@ class TestEvaluateCondition:
         }
     )
 
-    def evaluate(self, text: str, target: int | None = 4) -> CheckResult:
+    def evaluate(self, text: str, target: int | None = 4) -> Result:
         return evaluate_condition(parse_condition(text), self.RUN, name="c", target_step=target)
 
     def test_evaluate_condition_passes_and_fails_with_value(self) -> None:
         ok = self.evaluate('median(data["train/token_mult_prob_error"]) < 1.1')
-        assert ok.status is Status.PASS and ok.value == pytest.approx(1.025) and ok.bound == "< 1.1"
+        assert (
+            ok.outcome is Outcome.PASS and ok.value == pytest.approx(1.025) and ok.bound == "< 1.1"
+        )
         bad = self.evaluate('max(data["train/token_mult_prob_error"]) < 1.1')
         assert (
-            bad.status is Status.FAIL
+            bad.outcome is Outcome.FAIL
             and bad.value == pytest.approx(1.2)
             and "does not hold" in bad.message
         )
@@ -216,10 +218,10 @@ class TestEvaluateCondition:
 
     def test_evaluate_condition_fails_on_nan_in_window_naming_the_step(self) -> None:
         res = self.evaluate('mean(data["train/loss"]) < 1')
-        assert res.status is Status.FAIL and "nan at step 2" in res.message
+        assert res.outcome is Outcome.FAIL and "nan at step 2" in res.message
 
     def test_evaluate_condition_ignores_nan_outside_the_window(self) -> None:
-        assert self.evaluate('mean(data["train/loss"], 3, 0) < 1').status is Status.PASS
+        assert self.evaluate('mean(data["train/loss"], 3, 0) < 1').outcome is Outcome.PASS
 
     @pytest.mark.parametrize(
         ("text", "target", "what"),
@@ -241,7 +243,7 @@ class TestEvaluateCondition:
         self, text: str, target: int | None, what: str
     ) -> None:
         res = self.evaluate(text, target)
-        assert res.status is Status.ERROR and what in res.message and res.value is None
+        assert res.outcome is Outcome.ERROR and what in res.message and res.value is None
 
     def test_evaluate_condition_missing_metric_suggests_close_names(self) -> None:
         res = self.evaluate('median(data["train/token_mult_prob_eror"]) < 1')
@@ -249,14 +251,14 @@ class TestEvaluateCondition:
 
     def test_evaluate_condition_uses_target_step_for_max_steps(self) -> None:
         res = self.evaluate("data['train/token_mult_prob_error']['$MAX_STEPS'] < 1.1")
-        assert res.status is Status.PASS and res.value == pytest.approx(1.03)
+        assert res.outcome is Outcome.PASS and res.value == pytest.approx(1.03)
 
     def test_evaluate_condition_allows_whole_series_on_gpu_monitor_tags(self) -> None:
-        assert self.evaluate('max(data["ray/node.0.gpu.0.mem_gb"]) < 80').status is Status.PASS
+        assert self.evaluate('max(data["ray/node.0.gpu.0.mem_gb"]) < 80').outcome is Outcome.PASS
 
-    def test_check_result_to_dict_keeps_json_valid_for_nan(self) -> None:
+    def test_check_result_to_json_keeps_json_valid_for_nan(self) -> None:
         res = self.evaluate('mean(data["train/loss"]) < 1')
-        doc = res.to_dict()
+        doc = res.to_json()
         assert doc["value"] == "nan" and doc["status"] == "fail" and doc["tier"] == "convergence"
 
 
@@ -284,11 +286,11 @@ class TestCheckMetricsSemantics:
         res = evaluate_condition(parse_condition(f'{func}(data["m"]{args}) < 0'), run, name="x")
         window = reference_window(d, start, end)
         if not window:
-            assert res.status is Status.ERROR and "empty window" in res.message
+            assert res.outcome is Outcome.ERROR and "empty window" in res.message
             return
         expected = reference(func, d, start, end, top_p if func == "mean" else 0.0)
         assert res.value == pytest.approx(expected, rel=1e-9, abs=1e-9)
-        assert res.status is (Status.PASS if expected < 0 else Status.FAIL)
+        assert res.outcome is (Outcome.PASS if expected < 0 else Outcome.FAIL)
 
     @settings(max_examples=200, deadline=None)
     @given(
@@ -330,43 +332,43 @@ class TestRealConditionsOnRealRun:
     @pytest.mark.parametrize(
         ("text", "status"),
         [
-            pytest.param('max(data["train/reward"]) > 0.0', Status.PASS, id="reward_max_positive"),
-            pytest.param('mean(data["train/reward"]) > 0.50', Status.FAIL, id="reward_mean_cispo"),
+            pytest.param('max(data["train/reward"]) > 0.0', Outcome.PASS, id="reward_max_positive"),
+            pytest.param('mean(data["train/reward"]) > 0.50', Outcome.FAIL, id="reward_mean_cispo"),
             pytest.param(
                 'mean(data["timing/train/total_step_time"], -6, -1) < 300',
-                Status.FAIL,
+                Outcome.FAIL,
                 id="step_time_tail",
             ),
             pytest.param(
                 'mean(data["timing/train/total_step_time"], -6, -1) < 600',
-                Status.PASS,
+                Outcome.PASS,
                 id="step_time_tail_600",
             ),
             pytest.param(
-                'mean(data["train/grad_norm"], 2, 0) > 0.06', Status.PASS, id="grad_norm_llama"
+                'mean(data["train/grad_norm"], 2, 0) > 0.06', Outcome.PASS, id="grad_norm_llama"
             ),
-            pytest.param('data["train/reward"]["10"] > 0.43', Status.PASS, id="reward_at_10"),
+            pytest.param('data["train/reward"]["10"] > 0.43', Outcome.PASS, id="reward_at_10"),
             pytest.param(
-                'data["train/reward"]["30"] > 0.43', Status.ERROR, id="reward_at_30_not_logged"
+                'data["train/reward"]["30"] > 0.43', Outcome.ERROR, id="reward_at_30_not_logged"
             ),
             pytest.param(
                 'median(data["train/token_mult_prob_error"]) < 1.1',
-                Status.ERROR,
+                Outcome.ERROR,
                 id="tmpe_not_logged",
             ),
             pytest.param(
                 'ratio_above(data["timing/train/weight_sync"], 30) < 0.1',
-                Status.PASS,
+                Outcome.PASS,
                 id="ratio_above",
             ),
         ],
     )
-    def test_real_condition_matches_reference(self, real, text: str, status: Status) -> None:
+    def test_real_condition_matches_reference(self, real, text: str, status: Outcome) -> None:
         run, data = real
         res = evaluate_condition(parse_condition(text), run, name="x", target_step=18)
-        assert res.status is status, res.message
+        assert res.outcome is status, res.message
         cond = parse_condition(text)
-        if status is not Status.ERROR and isinstance(cond.value, SeriesCall):
+        if status is not Outcome.ERROR and isinstance(cond.value, SeriesCall):
             call = cond.value
             args = (
                 (call.above,)
@@ -374,5 +376,5 @@ class TestRealConditionsOnRealRun:
                 else (call.range_start, call.range_end, call.ignore_top_p)
             )
             assert res.value == pytest.approx(reference(call.reducer.value, data[call.tag], *args))
-        elif status is not Status.ERROR:
+        elif status is not Outcome.ERROR:
             assert res.value == pytest.approx(data[cond.tag][str(cond.value.step)])

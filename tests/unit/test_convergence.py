@@ -21,7 +21,7 @@ from rlgate.checks.convergence import (
     evaluate_reward_improvement,
     evaluate_reward_positive,
 )
-from rlgate.core.results import Status
+from rlgate.core.results import Outcome
 from rlgate.recipe.facts import RunContext
 from rlgate.recipe.spec import AgenticSpec, CompletionSpec, RewardSpec, RewardTest
 from rlgate.runs.metrics import MetricSeries, RunMetrics, SourceKind, StepAnomaly
@@ -50,13 +50,13 @@ CTX = RunContext(
 class TestCompletion:
     def test_completion_passes_when_the_target_step_is_reached(self) -> None:
         res = evaluate_completion(make_run({"train/loss": [0.1] * 10}), CTX, CompletionSpec())
-        assert res.status is Status.PASS and res.value == 10
+        assert res.outcome is Outcome.PASS and res.value == 10
 
     def test_completion_errors_when_the_run_stopped_early(self) -> None:
         """NeMo RL's suite scripts skip their checks and exit 0 here; rlgate must not."""
         res = evaluate_completion(make_run({"train/loss": [0.1] * 6}), CTX, CompletionSpec())
         assert (
-            res.status is Status.ERROR
+            res.outcome is Outcome.ERROR
             and "stopped at step 6, target step 10 not reached" in res.message
         )
 
@@ -64,22 +64,22 @@ class TestCompletion:
         run = make_run(
             {"train/loss": [0.1] * 6, "ray/node.0.gpu.0.util": {0: 1.0, 600: 1.0, 6000: 1.0}}
         )
-        assert evaluate_completion(run, CTX, CompletionSpec()).status is Status.ERROR
+        assert evaluate_completion(run, CTX, CompletionSpec()).outcome is Outcome.ERROR
 
     def test_completion_accepts_nemo_rl_validation_early_stop(self) -> None:
         ctx = RunContext("r", target_step=10, stop_metric="pass_k", stop_threshold=0.69)
         run = make_run({"train/loss": [0.1] * 6, "validation/pass_k": {0: 0.5, 6: 0.7}})
         res = evaluate_completion(run, ctx, CompletionSpec())
-        assert res.status is Status.PASS and "validation/pass_k = 0.7 >= 0.69" in res.message
+        assert res.outcome is Outcome.PASS and "validation/pass_k = 0.7 >= 0.69" in res.message
         below = make_run({"train/loss": [0.1] * 6, "validation/pass_k": {0: 0.5, 6: 0.6}})
-        assert evaluate_completion(below, ctx, CompletionSpec()).status is Status.ERROR
+        assert evaluate_completion(below, ctx, CompletionSpec()).outcome is Outcome.ERROR
 
     @pytest.mark.parametrize("gbs", BATCH_SIZES, ids=[f"gbs{g}" for g in BATCH_SIZES])
     def test_completion_accepts_every_mlperf_run_stopped_on_success(self, gbs: int) -> None:
         plan = mlperf_plan(gbs)
         for seed in SEEDS:
             res = evaluate_completion(mlperf_run(gbs, seed), plan.context, CompletionSpec())
-            assert res.status is Status.PASS and "run_stop status=success" in res.message
+            assert res.outcome is Outcome.PASS and "run_stop status=success" in res.message
 
     def test_completion_errors_on_an_aborted_mlperf_run(self) -> None:
         # the evaluation at step 7 proves step 7 was trained (its train stats are not logged)
@@ -89,12 +89,12 @@ class TestCompletion:
             metadata={"run_status": "aborted", "eval_steps": (7,)},
         )
         res = evaluate_completion(run, CTX, CompletionSpec())
-        assert res.status is Status.ERROR and "status=aborted" in res.message and res.value == 7
+        assert res.outcome is Outcome.ERROR and "status=aborted" in res.message and res.value == 7
 
     def test_completion_without_target_or_metric_is_an_error(self) -> None:
         run = make_run({"train/loss": [0.1] * 10})
-        assert evaluate_completion(run, RunContext("r"), CompletionSpec()).status is Status.ERROR
-        assert evaluate_completion(make_run({}), CTX, CompletionSpec()).status is Status.ERROR
+        assert evaluate_completion(run, RunContext("r"), CompletionSpec()).outcome is Outcome.ERROR
+        assert evaluate_completion(make_run({}), CTX, CompletionSpec()).outcome is Outcome.ERROR
 
 
 class TestRewardImprovement:
@@ -105,10 +105,10 @@ class TestRewardImprovement:
         spec = mlperf_plan(gbs).gate.convergence.reward
         for seed in SEEDS:
             run = mlperf_run(gbs, seed)
-            assert evaluate_reward_improvement(spec, run).status is Status.PASS
+            assert evaluate_reward_improvement(spec, run).outcome is Outcome.PASS
             assert (
-                evaluate_reward_improvement(spec, flatten_series(run, "train/reward")).status
-                is Status.FAIL
+                evaluate_reward_improvement(spec, flatten_series(run, "train/reward")).outcome
+                is Outcome.FAIL
             )
 
     @pytest.mark.parametrize("test", list(RewardTest), ids=[t.value for t in RewardTest])
@@ -121,36 +121,36 @@ class TestRewardImprovement:
         )
         flat = make_run({"train/reward": list(0.3 + rng.normal(0, 0.02, 30))})
         spec = RewardSpec(test=test, min_improvement=0.05)
-        assert evaluate_reward_improvement(spec, rising).status is Status.PASS
-        assert evaluate_reward_improvement(spec, flat).status is Status.FAIL
+        assert evaluate_reward_improvement(spec, rising).outcome is Outcome.PASS
+        assert evaluate_reward_improvement(spec, flat).outcome is Outcome.FAIL
 
     def test_reward_improvement_requires_the_minimum_gain(self) -> None:
         run = make_run({"train/reward": list(0.3 + 0.001 * np.arange(40))})  # significant but tiny
         res = evaluate_reward_improvement(RewardSpec(min_improvement=0.05), run)
-        assert res.status is Status.FAIL and res.value == pytest.approx(0.039)
+        assert res.outcome is Outcome.FAIL and res.value == pytest.approx(0.039)
 
     @pytest.mark.parametrize(
         ("values", "status", "what"),
         [
-            pytest.param([0.3, 0.4], Status.ERROR, "need >= 3", id="too_short"),
-            pytest.param([0.3, float("nan"), 0.4, 0.5], Status.FAIL, "nan at step 2", id="nan"),
-            pytest.param([0.3] * 10, Status.FAIL, "constant", id="constant"),
+            pytest.param([0.3, 0.4], Outcome.ERROR, "need >= 3", id="too_short"),
+            pytest.param([0.3, float("nan"), 0.4, 0.5], Outcome.FAIL, "nan at step 2", id="nan"),
+            pytest.param([0.3] * 10, Outcome.FAIL, "constant", id="constant"),
         ],
     )
     def test_reward_improvement_never_passes_unusable_series(
-        self, values, status: Status, what: str
+        self, values, status: Outcome, what: str
     ) -> None:
         res = evaluate_reward_improvement(RewardSpec(), make_run({"train/reward": values}))
-        assert res.status is status and what in res.message
+        assert res.outcome is status and what in res.message
 
     def test_reward_max_positive_is_nemo_rl_condition(self) -> None:
         assert (
-            evaluate_reward_positive(RewardSpec(), make_run({"train/reward": [0.0] * 5})).status
-            is Status.FAIL
+            evaluate_reward_positive(RewardSpec(), make_run({"train/reward": [0.0] * 5})).outcome
+            is Outcome.FAIL
         )
         assert (
-            evaluate_reward_positive(RewardSpec(), make_run({"train/reward": [0.0, 0.1]})).status
-            is Status.PASS
+            evaluate_reward_positive(RewardSpec(), make_run({"train/reward": [0.0, 0.1]})).outcome
+            is Outcome.PASS
         )
 
 
@@ -174,14 +174,14 @@ class TestAgentic:
         run = make_run(self.quantiles(median, p95, p99))
         res = evaluate_agentic("max_turns_share", AgenticSpec(max_turns_share=0.3), run, CTX)
         assert res.value == pytest.approx(share)
-        assert res.status is (Status.FAIL if share > 0.3 else Status.PASS)
+        assert res.outcome is (Outcome.FAIL if share > 0.3 else Outcome.PASS)
 
     def test_max_turns_share_without_agent_max_turns_is_an_error(self) -> None:
         run = make_run(self.quantiles(20, 40, 47))
         res = evaluate_agentic(
             "max_turns_share", AgenticSpec(max_turns_share=0.3), run, RunContext("r")
         )
-        assert res.status is Status.ERROR and "agent_max_turns unknown" in res.message
+        assert res.outcome is Outcome.ERROR and "agent_max_turns unknown" in res.message
 
     @pytest.mark.parametrize(
         ("name", "tag", "values", "spec", "status"),
@@ -191,7 +191,7 @@ class TestAgentic:
                 "train/truncation_rate",
                 [0.01, 0.3],
                 {"truncation_rate": 0.1},
-                Status.FAIL,
+                Outcome.FAIL,
                 id="truncation",
             ),
             pytest.param(
@@ -199,7 +199,7 @@ class TestAgentic:
                 "train/natural_termination_rate",
                 [0.99, 0.97],
                 {"natural_termination_rate": 0.9},
-                Status.PASS,
+                Outcome.PASS,
                 id="natural",
             ),
             pytest.param(
@@ -207,7 +207,7 @@ class TestAgentic:
                 f"{TURNS}/mean",
                 [48.0, 49.0],
                 {"turns_mean": 40},
-                Status.FAIL,
+                Outcome.FAIL,
                 id="turns",
             ),
             pytest.param(
@@ -215,7 +215,7 @@ class TestAgentic:
                 "train/invalid_tool_call_rate",
                 [0.01, 0.02],
                 {"tool_call_failure_rate": 0.05},
-                Status.PASS,
+                Outcome.PASS,
                 id="tool_calls",
             ),
             pytest.param(
@@ -223,20 +223,20 @@ class TestAgentic:
                 "train/total_tokens_per_sample/max",
                 [900.0, 1001.0],
                 {},
-                Status.FAIL,
+                Outcome.FAIL,
                 id="tokens_over_limit",
             ),
         ],
     )
     def test_agentic_bounds(self, name, tag, values, spec, status) -> None:
         res = evaluate_agentic(name, AgenticSpec(**spec), make_run({tag: values}), CTX)
-        assert res.status is status, res.message
+        assert res.outcome is status, res.message
 
     def test_total_tokens_max_without_limits_is_an_error(self) -> None:
         run = make_run({"train/total_tokens_per_sample/max": [10.0]})
         assert (
-            evaluate_agentic("total_tokens_max", AgenticSpec(), run, RunContext("r")).status
-            is Status.ERROR
+            evaluate_agentic("total_tokens_max", AgenticSpec(), run, RunContext("r")).outcome
+            is Outcome.ERROR
         )
 
 
@@ -245,13 +245,13 @@ class TestFiniteAndIntegrity:
         res = evaluate_finite(
             "train/loss", make_run({"train/loss": [0.1, float("inf"), float("nan")]})
         )
-        assert res.status is Status.FAIL and res.value == 2 and "inf at step 2" in res.message
+        assert res.outcome is Outcome.FAIL and res.value == 2 and "inf at step 2" in res.message
 
     def test_finite_errors_when_the_metric_is_missing(self) -> None:
-        assert evaluate_finite("train/loss", make_run({})).status is Status.ERROR
+        assert evaluate_finite("train/loss", make_run({})).outcome is Outcome.ERROR
 
     def test_integrity_fails_on_steps_going_backwards(self) -> None:
         run = make_run({"train/loss": [0.1]}, anomalies=(StepAnomaly("train/loss", "f", 3, 9),))
         res = evaluate_integrity(run)
-        assert res.status is Status.FAIL and "step 3 after 9" in res.message
-        assert evaluate_integrity(make_run({"train/loss": [0.1]})).status is Status.PASS
+        assert res.outcome is Outcome.FAIL and "step 3 after 9" in res.message
+        assert evaluate_integrity(make_run({"train/loss": [0.1]})).outcome is Outcome.PASS

@@ -18,7 +18,7 @@ from mlperf_runs import BATCH_SIZES, SEEDS, mlperf_path, mlperf_plan
 from torch.utils.tensorboard import SummaryWriter
 
 from rlgate.checks.convergence import evaluate_completion
-from rlgate.core.results import Status
+from rlgate.core.results import Outcome
 from rlgate.recipe.facts import RunContext
 from rlgate.recipe.spec import CompletionSpec
 from rlgate.runs.metrics import load_mlperf_log, load_run
@@ -47,7 +47,7 @@ class TestLatestAttemptAndContiguity:
         self, tmp_path: Path
     ) -> None:
         res = completion(write_attempts(tmp_path, [[*range(1, 21), 1000]]))
-        assert res.status is Status.ERROR and res.value == 20
+        assert res.outcome is Outcome.ERROR and res.value == 20
         assert "run stopped at step 20, target step 50 not reached" in res.message
         assert "missing steps 21..999 (last logged step 1000)" in res.message
         assert res.evidence["gaps"] == [[21, 999]] and res.evidence["last_logged"] == 1000
@@ -56,7 +56,7 @@ class TestLatestAttemptAndContiguity:
         self, tmp_path: Path
     ) -> None:
         res = completion(write_attempts(tmp_path, [list(range(1, 51)), list(range(1, 31))]))
-        assert res.status is Status.ERROR and res.value == 30
+        assert res.outcome is Outcome.ERROR and res.value == 30
         assert "exp_002 restarted at step 1 after step 50 had been logged" in res.message
         assert "steps 31..50 were logged by an earlier attempt" in res.message
         assert "stale, not counted" in res.message
@@ -66,7 +66,7 @@ class TestLatestAttemptAndContiguity:
         self, tmp_path: Path
     ) -> None:
         res = completion(write_attempts(tmp_path, [list(range(1, 21)), list(range(21, 51))]))
-        assert res.status is Status.PASS and res.value == 50
+        assert res.outcome is Outcome.PASS and res.value == 50
         assert "2 attempts: exp_001 steps 1..20, exp_002 steps 21..50" in res.message
         assert res.evidence["gaps"] == []
 
@@ -76,14 +76,14 @@ class TestLatestAttemptAndContiguity:
         """exp_001 logged 1..20, its last checkpoint was step 15: exp_002 logs 16..50."""
         root = write_attempts(tmp_path, [list(range(1, 21)), list(range(16, 51))])
         res = completion(root)
-        assert res.status is Status.PASS and res.value == 50
+        assert res.outcome is Outcome.PASS and res.value == 50
         assert "exp_002 restarted at step 16 after step 20 had been logged" in res.message
         assert "steps 16..20 logged again" in res.message
         assert load_run(root).get("train/loss").value_at(18) == pytest.approx(1 / 18 + 0.02)
 
     def test_a_gap_between_jobs_is_named_and_stops_progress(self, tmp_path: Path) -> None:
         res = completion(write_attempts(tmp_path, [list(range(1, 21)), list(range(31, 51))]))
-        assert res.status is Status.ERROR and res.value == 20
+        assert res.outcome is Outcome.ERROR and res.value == 20
         assert "missing steps 21..30" in res.message
         assert "exp_002 started at step 31 after step 20" in res.message
 
@@ -92,19 +92,19 @@ class TestLatestAttemptAndContiguity:
     ) -> None:
         latest = [s for s in range(21, 51) if s != 35]
         res = completion(write_attempts(tmp_path, [list(range(1, 51)), latest]))
-        assert res.status is Status.ERROR and res.value == 34
+        assert res.outcome is Outcome.ERROR and res.value == 34
         assert "missing steps 35 " in res.message
 
     def test_missing_first_steps_are_a_gap(self, tmp_path: Path) -> None:
         res = completion(write_attempts(tmp_path, [list(range(16, 51))]))
-        assert res.status is Status.ERROR and res.value == 0
+        assert res.outcome is Outcome.ERROR and res.value == 0
         assert "missing steps 1..15" in res.message
 
     def test_a_gap_after_the_target_is_named_but_the_target_was_reached(
         self, tmp_path: Path
     ) -> None:
         res = completion(write_attempts(tmp_path, [[*range(1, 51), 60]]))
-        assert res.status is Status.PASS and res.value == 50
+        assert res.outcome is Outcome.PASS and res.value == 50
         assert "missing steps 51..59" in res.message
 
 
@@ -147,7 +147,7 @@ class TestMlperfRunStop:
             res = evaluate_completion(
                 load_mlperf_log(mlperf_path(gbs, seed)), plan.context, CompletionSpec()
             )
-            assert res.status is Status.PASS, res.message
+            assert res.outcome is Outcome.PASS, res.message
             assert ">= target_accuracy 0.69" in res.message
             assert res.evidence["gaps"] == [] and res.evidence["mlperf"]["run_status"] == "success"
 
@@ -173,7 +173,7 @@ class TestMlperfRunStop:
     ) -> None:
         run = load_mlperf_log(edited_mlperf(tmp_path, edit))
         res = evaluate_completion(run, mlperf_plan(256).context, CompletionSpec())
-        assert res.status is Status.ERROR
+        assert res.outcome is Outcome.ERROR
         assert "run_stop status=success contradicts the log's own numbers" in res.message
         assert why in res.message
 
@@ -189,7 +189,7 @@ class TestMlperfRunStop:
         run = load_mlperf_log(edited_mlperf(tmp_path, abort_then_stray))
         ctx = RunContext("r", target_step=18)  # even a run at its target step
         res = evaluate_completion(run, ctx, CompletionSpec())
-        assert res.status is Status.ERROR and res.value == 18
+        assert res.outcome is Outcome.ERROR and res.value == 18
         assert "MLPerf run_stop status=aborted at step 18" in res.message
         assert run.metadata["run_status"] == "aborted"
 
@@ -200,5 +200,5 @@ class TestMlperfRunStop:
 
         run = load_mlperf_log(edited_mlperf(tmp_path, stray))
         res = evaluate_completion(run, RunContext("r", target_step=30), CompletionSpec())
-        assert res.status is Status.ERROR and res.value == 18
+        assert res.outcome is Outcome.ERROR and res.value == 18
         assert "missing steps 19..999" in res.message

@@ -7,6 +7,7 @@ properties with junitparser.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from corpus_build import corpus
 from junitparser import Error, Failure, JUnitXml, Properties, Skipped, TestCase
 from mlperf_runs import RECIPE, REPO_ROOT, mlperf_path
 
+from rlgate.checks.plan import RunDocument, load_inputs, load_plan, run_gate
+from rlgate.core.results import Outcome
 from rlgate.testing.corpus import EXPECTED_CATCHES, Fault
 
 
@@ -84,9 +87,13 @@ class TestTiersOnRealMlperfRun:
 
 class TestTiersOnCorpus:
     def test_tiers_fail_exactly_the_checks_of_an_injected_fault(self, tmp_path: Path) -> None:
+        """... and the same evaluation writes check-run's JSON (--rlgate-json): one pass."""
         c = corpus()
+        doc_path = tmp_path / "run.check.json"
         cases = run_tiers(
             tmp_path,
+            "--rlgate-json",
+            str(doc_path),
             "--run-dir",
             str(c.runs[Fault.LOGPROB_DRIFT]),
             "--recipe",
@@ -106,6 +113,18 @@ class TestTiersOnCorpus:
         facts = props(cases["test_convergence_check[logprob_error_median]"])
         assert facts["rlgate.verdict"] == "fail" and facts["rlgate.bound"] == "< 1.05"
         assert float(facts["rlgate.value"]) > 1.05
+        doc = RunDocument.model_validate(json.loads(doc_path.read_text()))
+        shown = {"passed": Outcome.PASS, "failed": Outcome.FAIL, "skipped": Outcome.SKIP}
+        assert {r.name: r.outcome for r in (*doc.checks, *doc.skipped)} == {
+            n: shown[v] for n, v in results.items()
+        }
+        plan = load_plan(c.recipe)
+        inputs = load_inputs(
+            plan, c.runs[Fault.LOGPROB_DRIFT], baseline=c.baseline, rollouts=c.rollouts["healthy"]
+        )
+        check_run = run_gate(plan, inputs)
+        assert [r.to_json() for r in doc.checks] == [r.to_json() for r in check_run.results]
+        assert doc.passed is False and doc.recipe == plan.recipe
 
     def test_tiers_report_an_unreached_target_as_error(self, tmp_path: Path) -> None:
         c = corpus()

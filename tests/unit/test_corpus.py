@@ -15,7 +15,7 @@ import pytest
 from corpus_build import corpus
 
 from rlgate.checks.plan import GateInputs, GatePlan, GateReport, load_inputs, load_plan, run_gate
-from rlgate.core.results import Status
+from rlgate.core.results import Outcome
 from rlgate.runs.metrics import load_run, load_tensorboard_dir, to_metrics_json
 from rlgate.testing.corpus import (
     EXPECTED_CATCHES,
@@ -77,7 +77,7 @@ def gate(run: Path, rollouts: str = "healthy") -> GateReport:
 
 
 def caught(report: GateReport) -> set[str]:
-    return {r.name for r in report.results if r.status is not Status.PASS}
+    return {r.name for r in report.results if r.outcome is not Outcome.PASS}
 
 
 class TestFaultMatrix:
@@ -107,7 +107,8 @@ class TestFaultMatrix:
             r for r in gate(corpus().runs[Fault.STOPPED_EARLY]).results if r.name == "completion"
         )
         assert (
-            completion.status is Status.ERROR and "target step 50 not reached" in completion.message
+            completion.outcome is Outcome.ERROR
+            and "target step 50 not reached" in completion.message
         )
 
     @pytest.mark.parametrize(
@@ -122,7 +123,7 @@ class TestFaultMatrix:
     def test_completion_names_restarts_gaps_and_stale_steps(self, fault: Fault, named: str) -> None:
         completion = next(r for r in gate(corpus().runs[fault]).results if r.name == "completion")
         assert named in completion.message and completion.evidence["target"] == 50
-        assert completion.status is (Status.PASS if fault is Fault.RESUMED else Status.ERROR)
+        assert completion.outcome is (Outcome.PASS if fault is Fault.RESUMED else Outcome.ERROR)
         assert completion.value == (50 if fault is Fault.RESUMED else 30)
 
 

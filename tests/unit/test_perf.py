@@ -28,7 +28,7 @@ from rlgate.checks.perf import (
     tier_for_metric,
 )
 from rlgate.checks.plan import GateInputs, evaluate_check
-from rlgate.core.results import Status, Tier
+from rlgate.core.results import Outcome, Tier
 from rlgate.recipe.spec import Direction
 from rlgate.runs.metrics import MetricSeries
 from rlgate.testing.perturb import flatten_series, scale_series
@@ -53,18 +53,18 @@ def compare(cand, base, better=Direction.LOWER, **kw):
 class TestCompareToBaseline:
     def test_compare_to_baseline_passes_same_distribution(self) -> None:
         res = perf_result("perf:x", compare(lognormal(1), lognormal(2)), STEP_TIME)
-        assert res.status is Status.PASS and res.tier is Tier.PERF and 0.9 < res.value < 1.1
+        assert res.outcome is Outcome.PASS and res.tier is Tier.PERF and 0.9 < res.value < 1.1
 
     @pytest.mark.parametrize(
         ("factor", "status"),
-        [(1.2, Status.FAIL), (1.03, Status.PASS), (0.7, Status.PASS)],
+        [(1.2, Outcome.FAIL), (1.03, Outcome.PASS), (0.7, Outcome.PASS)],
         ids=["slower_20pct", "slower_3pct_within_floor", "faster"],
     )
     def test_compare_to_baseline_flags_only_regressions_beyond_tolerance(
-        self, factor: float, status: Status
+        self, factor: float, status: Outcome
     ) -> None:
         res = perf_result("perf:x", compare(lognormal(1) * factor, lognormal(2)), STEP_TIME)
-        assert res.status is status, res.message
+        assert res.outcome is status, res.message
 
     def test_compare_to_baseline_reads_direction_for_throughput(self) -> None:
         base = lognormal(2, center=1000)
@@ -74,7 +74,7 @@ class TestCompareToBaseline:
         better = perf_result(
             "perf:t", compare(lognormal(1, center=1000) * 1.3, base, Direction.HIGHER), "t"
         )
-        assert worse.status is Status.FAIL and better.status is Status.PASS
+        assert worse.outcome is Outcome.FAIL and better.outcome is Outcome.PASS
 
     def test_compare_to_baseline_tolerance_comes_from_baseline_noise(self) -> None:
         quiet = compare(lognormal(1, sigma=0.02), lognormal(2, sigma=0.02), min_effect=0.0)
@@ -86,7 +86,7 @@ class TestCompareToBaseline:
     def test_compare_to_baseline_excludes_warmup_steps(self) -> None:
         base, cand = lognormal(2), lognormal(1)
         cand[:3] *= 5  # compile + first refit, excluded by warmup_steps=3
-        assert perf_result("p", compare(cand, base), STEP_TIME).status is Status.PASS
+        assert perf_result("p", compare(cand, base), STEP_TIME).outcome is Outcome.PASS
 
     @pytest.mark.parametrize(
         ("cand", "what"),
@@ -104,7 +104,7 @@ class TestCompareToBaseline:
     )
     def test_compare_to_baseline_errors_on_unusable_input(self, cand, what: str) -> None:
         res = perf_result("p", compare(cand, lognormal(2)), STEP_TIME)
-        assert res.status is Status.ERROR and what in res.message
+        assert res.outcome is Outcome.ERROR and what in res.message
 
     def test_hodges_lehmann_is_the_median_pairwise_difference(self) -> None:
         assert hodges_lehmann(np.array([1.0, 2.0, 10.0]), np.array([0.0])) == 2.0
@@ -123,7 +123,7 @@ class TestCompareAsyncVsSync:
             alpha=0.01,
             min_speedup=1.1,
         )
-        assert res.status is Status.PASS and res.value == pytest.approx(1.3, rel=0.1)
+        assert res.outcome is Outcome.PASS and res.value == pytest.approx(1.3, rel=0.1)
 
     def test_async_vs_sync_fails_when_async_is_slower(self) -> None:
         res = compare_async_vs_sync(
@@ -134,7 +134,7 @@ class TestCompareAsyncVsSync:
             alpha=0.01,
             min_speedup=1.0,
         )
-        assert res.status is Status.FAIL and "not faster enough" in res.message
+        assert res.outcome is Outcome.FAIL and "not faster enough" in res.message
 
 
 class TestBand:
@@ -171,23 +171,23 @@ class TestBand:
         )
         flat = series(np.full(20, 0.3), "train/reward")
         assert (
-            evaluate_band_curve(band, good, better=Direction.HIGHER, max_outside=0.2).status
-            is Status.PASS
+            evaluate_band_curve(band, good, better=Direction.HIGHER, max_outside=0.2).outcome
+            is Outcome.PASS
         )
-        assert evaluate_band_mean(band, good, better=Direction.HIGHER).status is Status.PASS
+        assert evaluate_band_mean(band, good, better=Direction.HIGHER).outcome is Outcome.PASS
         assert (
-            evaluate_band_curve(band, flat, better=Direction.HIGHER, max_outside=0.2).status
-            is Status.FAIL
+            evaluate_band_curve(band, flat, better=Direction.HIGHER, max_outside=0.2).outcome
+            is Outcome.FAIL
         )
-        assert evaluate_band_mean(band, flat, better=Direction.HIGHER).status is Status.FAIL
+        assert evaluate_band_mean(band, flat, better=Direction.HIGHER).outcome is Outcome.FAIL
 
     def test_band_errors_without_overlap_and_fails_on_nan(self) -> None:
         band = build_band(self.REFS, alpha=0.01, warmup_steps=0, min_runs=5)
         far = series([0.5, 0.5], "train/reward", start=100)
         nan = series(np.r_[np.full(5, 0.4), np.nan, np.full(14, 0.4)], "train/reward")
-        assert evaluate_band_mean(band, far, better=Direction.HIGHER).status is Status.ERROR
+        assert evaluate_band_mean(band, far, better=Direction.HIGHER).outcome is Outcome.ERROR
         res = evaluate_band_curve(band, nan, better=Direction.HIGHER, max_outside=0.2)
-        assert res.status is Status.FAIL and "nan at step 6" in res.message
+        assert res.outcome is Outcome.FAIL and "nan at step 6" in res.message
 
     def test_tier_for_metric_puts_timing_in_perf(self) -> None:
         assert (
@@ -212,7 +212,7 @@ class TestMlperfRuns:
             for check in plan.for_tier(Tier.PERF):
                 if check.name.startswith("perf:"):
                     res = evaluate_check(plan, check, inputs)
-                    if res.status is not Status.PASS:
+                    if res.outcome is not Outcome.PASS:
                         failures.append((cand, base, res.message))
         assert failures == []  # 0 of 60 comparisons per batch size
 
@@ -228,8 +228,8 @@ class TestMlperfRuns:
                     run=scale_series(mlperf_run(gbs, c), STEP_TIME, 1.5),
                     baseline=mlperf_run(gbs, b),
                 ),
-            ).status
-            is Status.FAIL
+            ).outcome
+            is Outcome.FAIL
             for c, b in itertools.permutations(SEEDS, 2)
         )
         assert caught >= 28  # of 30 pairs (measured: 30, 29, 29)
@@ -244,12 +244,12 @@ class TestMlperfRuns:
         band_checks = [c for c in plan.checks if c.name.startswith("band_")]
         run = mlperf_run(gbs, seed)
 
-        def statuses(candidate) -> dict[str, Status]:
+        def statuses(candidate) -> dict[str, Outcome]:
             inputs = GateInputs(run=candidate, band_runs=refs)
-            return {c.name: evaluate_check(plan, c, inputs).status for c in band_checks}
+            return {c.name: evaluate_check(plan, c, inputs).outcome for c in band_checks}
 
-        assert set(statuses(run).values()) == {Status.PASS}
+        assert set(statuses(run).values()) == {Outcome.PASS}
         flat = statuses(flatten_series(run, "train/reward"))
-        assert flat["band_curve:train/reward"] is Status.FAIL
+        assert flat["band_curve:train/reward"] is Outcome.FAIL
         slow = statuses(scale_series(run, STEP_TIME, 1.5))
-        assert slow[f"band_mean:{STEP_TIME}"] is Status.FAIL
+        assert slow[f"band_mean:{STEP_TIME}"] is Outcome.FAIL

@@ -13,7 +13,7 @@ import pytest
 from corpus_build import corpus
 
 from rlgate.checks.plan import load_inputs, load_plan, run_gate
-from rlgate.core.results import Status
+from rlgate.core.results import Outcome
 from rlgate.recipe.load import recipe_files, recipe_tiers
 from rlgate.testing.corpus import Fault
 
@@ -58,7 +58,7 @@ def _not_passing(fault: Fault, **plan_kwargs) -> set[str]:
     plan = load_plan(TARGET, **plan_kwargs)
     report = run_gate(plan, load_inputs(plan, c.runs[fault], baseline=c.baseline))
     assert len(report.results) >= 15, "the target recipe's checks were not evaluated"
-    return {r.name for r in report.results if r.status is not Status.PASS}
+    return {r.name for r in report.results if r.outcome is not Outcome.PASS}
 
 
 class TestTargetRecipeBounds:

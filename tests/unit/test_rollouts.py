@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from rlgate.checks.rollouts import evaluate_rollouts
 from rlgate.core.errors import MetricsError
-from rlgate.core.results import Status
+from rlgate.core.results import Outcome
 from rlgate.recipe.facts import RunContext
 from rlgate.recipe.spec import RolloutGateSpec
 from rlgate.runs.rollouts import ROLLOUT_CHECKS, FinalTurn, load_rollouts, summarize_rollout
@@ -242,7 +242,7 @@ class TestEvaluateRollouts:
         report = load_rollouts(real(HERMES_SWE), SPEC)
         ctx = RunContext("r", agent_max_turns=30)
         results = {n: evaluate_rollouts(n, report, SPEC, ctx) for n in ROLLOUT_CHECKS}
-        assert {n for n, r in results.items() if r.status is not Status.PASS} == set()
+        assert {n for n, r in results.items() if r.outcome is not Outcome.PASS} == set()
         assert results["failed_call_rate"].value == pytest.approx(7 / 68)
 
     def test_evaluate_rollouts_errors_instead_of_vacuous_rates(self, tmp_path: Path) -> None:
@@ -250,15 +250,15 @@ class TestEvaluateRollouts:
         path.write_text(json.dumps(row([msg("hi")]) | {"reward": None}) + "\n")
         report = load_rollouts(path)
         ctx = RunContext("r")
-        assert evaluate_rollouts("failed_call_rate", report, SPEC, ctx).status is Status.ERROR
-        assert evaluate_rollouts("reward_mean_min", report, SPEC, ctx).status is Status.ERROR
-        assert evaluate_rollouts("max_turns_share", report, SPEC, ctx).status is Status.ERROR
+        assert evaluate_rollouts("failed_call_rate", report, SPEC, ctx).outcome is Outcome.ERROR
+        assert evaluate_rollouts("reward_mean_min", report, SPEC, ctx).outcome is Outcome.ERROR
+        assert evaluate_rollouts("max_turns_share", report, SPEC, ctx).outcome is Outcome.ERROR
 
     def test_evaluate_rollouts_invalid_rate_names_the_first_bad_line(self) -> None:
         res = evaluate_rollouts(
             "invalid_rate", load_rollouts(real(AVIARY), SPEC), SPEC, RunContext("r")
         )
-        assert res.status is Status.FAIL and "first at line 1" in res.message
+        assert res.outcome is Outcome.FAIL and "first at line 1" in res.message
 
 
 class TestHostileRollouts:
@@ -299,7 +299,7 @@ class TestHostileRollouts:
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         report = load_rollouts(path)
         res = evaluate_rollouts("reward_mean_min", report, SPEC, RunContext("r"))
-        assert res.status is Status.FAIL and "non-finite reward inf at line 2" in res.message
+        assert res.outcome is Outcome.FAIL and "non-finite reward inf at line 2" in res.message
         assert report.summary()["reward"]["non_finite"] == 2
 
     @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

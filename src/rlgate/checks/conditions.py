@@ -1,6 +1,6 @@
 """Evaluating parsed ``check_metrics`` conditions (:mod:`rlgate.recipe.conditions`) on a run.
 
-Pure: records in, :class:`~rlgate.core.results.CheckResult` out; a regression is a result,
+Pure: records in, a :class:`~rlgate.core.results.Result` out; a regression is a result,
 never an exception.
 
 Step semantics are check_metrics' exactly: steps are 1-indexed; ``mean``/``median`` take
@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlgate.core.errors import MetricsError
-from rlgate.core.results import CheckResult, Status, Tier
+from rlgate.core.results import Outcome, Result, Tier
 from rlgate.recipe.conditions import (
     Condition,
     Reducer,
@@ -33,7 +33,7 @@ from rlgate.recipe.conditions import (
 )
 from rlgate.runs.metrics import MetricSeries, RunMetrics
 
-__all__ = ["evaluate_condition", "reduce_series", "window_mask"]
+__all__ = ["condition_result", "evaluate_condition", "reduce_series", "window_mask"]
 
 
 def window_mask(series: MetricSeries, range_start: int = 1, range_end: int = 0) -> np.ndarray:
@@ -67,8 +67,27 @@ def reduce_series(call: SeriesCall, values: np.ndarray) -> float:
     return float(np.mean(vals))
 
 
-def _error(name: str, tier: Tier, cond: Condition, message: str) -> CheckResult:
-    return CheckResult(name, tier, Status.ERROR, None, cond.bound, message, cond.tag)
+def condition_result(
+    cond: Condition, name: str, tier: Tier, outcome: Outcome, value: float | None, message: str
+) -> Result:
+    """The Result of ``cond``: its comparison, and the unit of a ``ratio_above`` (a share)."""
+    ratio = isinstance(cond.value, SeriesCall) and cond.value.reducer is Reducer.RATIO_ABOVE
+    return Result(
+        name=name,
+        tier=tier,
+        outcome=outcome,
+        value=value,
+        op=cond.op,
+        threshold=cond.threshold,
+        unit="share of values" if ratio else "",
+        bound=cond.bound,
+        message=message,
+        metric=cond.tag,
+    )
+
+
+def _error(name: str, tier: Tier, cond: Condition, message: str) -> Result:
+    return condition_result(cond, name, tier, Outcome.ERROR, None, message)
 
 
 def first_nonfinite(steps: np.ndarray, values: np.ndarray) -> str | None:
@@ -114,7 +133,7 @@ def evaluate_condition(
     name: str,
     tier: Tier = Tier.CONVERGENCE,
     target_step: int | None = None,
-) -> CheckResult:
+) -> Result:
     """Evaluate one condition on ``run`` (PASS / FAIL / ERROR, never raises for data)."""
     expr = cond.value.describe()
     try:
@@ -130,12 +149,12 @@ def evaluate_condition(
     bad = first_nonfinite(steps, values)
     if bad is not None:
         message = f"{expr}: non-finite value {bad}"
-        return CheckResult(name, tier, Status.FAIL, float("nan"), cond.bound, message, cond.tag)
+        return condition_result(cond, name, tier, Outcome.FAIL, float("nan"), message)
     if isinstance(cond.value, StepIndex):
         result = float(values[0])
     else:
         result = reduce_series(cond.value, values)
     ok = cond.op.holds(result, cond.threshold)
     message = f"{expr} = {result:.6g} {cond.bound}" + ("" if ok else " does not hold")
-    status = Status.PASS if ok else Status.FAIL
-    return CheckResult(name, tier, status, result, cond.bound, message, cond.tag)
+    outcome = Outcome.PASS if ok else Outcome.FAIL
+    return condition_result(cond, name, tier, outcome, result, message)

@@ -1,7 +1,7 @@
 """Run-health checks of the convergence tier: completion, reward, agentic health, integrity.
 
 Pure functions from a :class:`~rlgate.runs.metrics.RunMetrics` (and the recipe's
-:class:`~rlgate.recipe.facts.RunContext`) to :class:`~rlgate.core.results.CheckResult`.
+:class:`~rlgate.recipe.facts.RunContext`) to :class:`~rlgate.core.results.Result`.
 They never raise for bad data: a missing metric or an unreached target step is ERROR, a
 regression FAIL.
 
@@ -31,8 +31,8 @@ import numpy as np
 from scipy import stats
 
 from rlgate.checks.conditions import evaluate_condition, first_nonfinite, window_mask
-from rlgate.core.results import CheckResult, Status, Tier
-from rlgate.recipe.conditions import Condition, Op, Reducer, SeriesCall
+from rlgate.core.results import Op, Outcome, Result, Tier
+from rlgate.recipe.conditions import Condition, Reducer, SeriesCall
 from rlgate.recipe.facts import RunContext, is_finite_number
 from rlgate.recipe.spec import AgenticSpec, CompletionSpec, RewardSpec, RewardTest
 from rlgate.runs.metrics import MetricSeries, RunMetrics, SourceKind, run_progress
@@ -67,15 +67,31 @@ _SHARE_BOUNDS = {
 
 
 def _result(
-    name: str, status: Status, value: float | None, bound: str, message: str, metric: str | None
-) -> CheckResult:
-    return CheckResult(name, _C, status, value, bound, message, metric)
+    name: str,
+    outcome: Outcome,
+    value: float | None,
+    bound: str,
+    message: str,
+    metric: str | None,
+    **comparison: Any,
+) -> Result:
+    """A convergence Result; ``comparison``: ``op``, ``threshold``, ``unit``, ``evidence``."""
+    return Result(
+        name=name,
+        tier=_C,
+        outcome=outcome,
+        value=value,
+        bound=bound,
+        message=message,
+        metric=metric,
+        **comparison,
+    )
 
 
 # --- completion ------------------------------------------------------------------------
 
 
-def evaluate_completion(run: RunMetrics, ctx: RunContext, spec: CompletionSpec) -> CheckResult:
+def evaluate_completion(run: RunMetrics, ctx: RunContext, spec: CompletionSpec) -> Result:
     """The run reached its target step (or stopped early on its own success criterion).
 
     The step reached is :func:`~rlgate.runs.metrics.run_progress`'s: contiguous steps through
@@ -88,31 +104,35 @@ def evaluate_completion(run: RunMetrics, ctx: RunContext, spec: CompletionSpec) 
     if target is None:
         return _result(
             "completion",
-            Status.ERROR,
+            Outcome.ERROR,
             None,
             ">= ?",
             "no target step: set grpo.max_num_steps, rlgate.convergence.target_step or --max-steps",
             metric,
+            op=Op.GE,
+            unit="step",
         )
     bound = f">= {target}"
+    step = {"op": Op.GE, "threshold": float(target), "unit": "step"}
     mlperf = run.kind is SourceKind.MLPERF_LOG
     progress = run_progress(run, metric, run.metadata.get("eval_steps", ()) if mlperf else ())
     if progress is None:
         return _result(
             "completion",
-            Status.ERROR,
+            Outcome.ERROR,
             None,
             bound,
             f"{metric} not logged, so the step reached is unknown",
             metric,
+            **step,
         )
     reached, detail = progress.reached, progress.describe()
     evidence: dict[str, Any] = {**progress.evidence(), "target": target}
     note = f"; {detail}" if detail else ""
 
-    def done(status: Status, message: str) -> CheckResult:
-        return CheckResult(
-            "completion", _C, status, reached, bound, message + note, metric, evidence
+    def done(outcome: Outcome, message: str) -> Result:
+        return _result(
+            "completion", outcome, reached, bound, message + note, metric, evidence=evidence, **step
         )
 
     status = run.metadata.get("run_status") if mlperf else None
@@ -121,25 +141,25 @@ def evaluate_completion(run: RunMetrics, ctx: RunContext, spec: CompletionSpec) 
         evidence["mlperf"] = {"run_status": status, "accuracy": accuracy}
     if status is not None and status != "success":
         return done(
-            Status.ERROR,
+            Outcome.ERROR,
             f"MLPerf run_stop status={status} at step {reached} ({accuracy}): the run ended "
             "without reaching its target accuracy, which is final whatever steps follow",
         )
     if status == "success" and not accuracy_ok:
         return done(
-            Status.ERROR,
+            Outcome.ERROR,
             f"MLPerf run_stop status=success contradicts the log's own numbers: {accuracy} "
             "(mlperf_grpo_logging.py MlperfGrpoLogger.end_eval stops with success only when "
             "accuracy >= target_accuracy; force_success_status can override it)",
         )
     if reached >= target:
-        return done(Status.PASS, f"reached step {reached} (target {target})")
+        return done(Outcome.PASS, f"reached step {reached} (target {target})")
     if not progress.gaps:
         early = _early_stop(run, ctx, reached, accuracy if status == "success" else None)
         if early is not None:
-            return done(Status.PASS, early)
+            return done(Outcome.PASS, early)
     return done(
-        Status.ERROR,
+        Outcome.ERROR,
         f"run stopped at step {reached}, target step {target} not reached "
         "(NeMo RL suite scripts skip their checks here and exit 0)",
     )
@@ -248,27 +268,31 @@ def _late_vs_early(series: MetricSeries, spec: RewardSpec) -> _Improvement | str
     return _Improvement(gain, p, how)
 
 
-def evaluate_reward_improvement(spec: RewardSpec, run: RunMetrics) -> CheckResult:
+def evaluate_reward_improvement(spec: RewardSpec, run: RunMetrics) -> Result:
     """Reward went up over the run (a statistical test, :class:`~rlgate.recipe.spec.RewardTest`)."""
     name, metric = "reward_improvement", spec.metric
     bound = f"one-sided p < {spec.alpha:g} and gain >= {spec.min_improvement:g}"
+    gain = {"op": Op.GE, "threshold": spec.min_improvement, "unit": "gain"}
     series = run.series.get(metric)
     if series is None or len(series) < 3:
         have = "not logged" if series is None else f"only {len(series)} step(s)"
-        return _result(name, Status.ERROR, None, bound, f"{metric}: {have}; need >= 3", metric)
+        message = f"{metric}: {have}; need >= 3"
+        return _result(name, Outcome.ERROR, None, bound, message, metric, **gain)
     bad = first_nonfinite(series.steps, series.values)
     if bad is not None:
         message = f"{metric}: non-finite {bad}"
-        return _result(name, Status.FAIL, float("nan"), bound, message, metric)
+        return _result(name, Outcome.FAIL, float("nan"), bound, message, metric, **gain)
     test = _trend(series, spec) if spec.test is RewardTest.TREND else _late_vs_early(series, spec)
     if isinstance(test, str):
-        return _result(name, Status.ERROR, None, bound, f"{metric}: {test}", metric)
+        return _result(name, Outcome.ERROR, None, bound, f"{metric}: {test}", metric, **gain)
     ok = test.p < spec.alpha and test.gain >= spec.min_improvement
     message = f"{metric}: {test.how}" + ("" if ok else " -- no significant improvement")
-    return _result(name, Status.PASS if ok else Status.FAIL, test.gain, bound, message, metric)
+    outcome = Outcome.PASS if ok else Outcome.FAIL
+    evidence = {"p_value": test.p, "alpha": spec.alpha, "test": spec.test.value}
+    return _result(name, outcome, test.gain, bound, message, metric, evidence=evidence, **gain)
 
 
-def evaluate_reward_positive(spec: RewardSpec, run: RunMetrics) -> CheckResult:
+def evaluate_reward_positive(spec: RewardSpec, run: RunMetrics) -> Result:
     """NeMo RL's ``max(data["train/reward"]) > 0``."""
     cond = Condition(SeriesCall(Reducer.MAX, spec.metric), Op.GT, 0.0)
     return evaluate_condition(cond, run, name="reward_max_positive")
@@ -277,7 +301,7 @@ def evaluate_reward_positive(spec: RewardSpec, run: RunMetrics) -> CheckResult:
 # --- agentic health ----------------------------------------------------------------------
 
 
-def evaluate_agentic(name: str, spec: AgenticSpec, run: RunMetrics, ctx: RunContext) -> CheckResult:
+def evaluate_agentic(name: str, spec: AgenticSpec, run: RunMetrics, ctx: RunContext) -> Result:
     """One agentic-health check by name (see :data:`AGENTIC_TAGS`)."""
     start, end = spec.window
     tag = AGENTIC_TAGS[name]
@@ -288,12 +312,13 @@ def evaluate_agentic(name: str, spec: AgenticSpec, run: RunMetrics, ctx: RunCont
         if limit is None:
             return _result(
                 name,
-                Status.ERROR,
+                Outcome.ERROR,
                 None,
                 "<= ?",
                 "no token limit in the recipe "
                 "(policy.max_total_sequence_length / vllm_cfg.max_model_len)",
                 tag,
+                op=Op.LE,
             )
         cond = Condition(SeriesCall(Reducer.MAX, tag, start, end), Op.LE, float(limit))
     else:
@@ -309,37 +334,39 @@ def evaluate_agentic(name: str, spec: AgenticSpec, run: RunMetrics, ctx: RunCont
     return evaluate_condition(cond, run, name=name)
 
 
-def _max_turns_share(spec: AgenticSpec, run: RunMetrics, ctx: RunContext) -> CheckResult:
+def _max_turns_share(spec: AgenticSpec, run: RunMetrics, ctx: RunContext) -> Result:
     name, bound_value = "max_turns_share", spec.max_turns_share
     bound = f"<= {bound_value:g}" if bound_value is not None else "<= ?"
+    share_of = {"op": Op.LE, "threshold": bound_value, "unit": "share of samples"}
     limit = ctx.agent_max_turns
     if limit is None:
         return _result(
             name,
-            Status.ERROR,
+            Outcome.ERROR,
             None,
             bound,
             "agent_max_turns unknown: set it under "
             "env.nemo_gym.<server>.responses_api_agents.swe_agents or "
             "rlgate.convergence.agentic.agent_max_turns",
             f"{TURNS}/*",
+            **share_of,
         )
     present = {t: s for t in _SHARE_BOUNDS if (s := run.series.get(t)) is not None and len(s)}
     if not present:
         return _result(
             name,
-            Status.ERROR,
+            Outcome.ERROR,
             None,
             bound,
             f"none of {sorted(_SHARE_BOUNDS)} is logged",
             f"{TURNS}/*",
+            **share_of,
         )
     ref = next(iter(present.values()))
     steps = ref.steps[window_mask(ref, *spec.window)]
     if not steps.size:
-        return _result(
-            name, Status.ERROR, None, bound, f"empty window {list(spec.window)}", ref.tag
-        )
+        message = f"empty window {list(spec.window)}"
+        return _result(name, Outcome.ERROR, None, bound, message, ref.tag, **share_of)
     share = np.zeros(steps.size)
     for tag, at_least in _SHARE_BOUNDS.items():
         if tag not in present:
@@ -349,51 +376,55 @@ def _max_turns_share(spec: AgenticSpec, run: RunMetrics, ctx: RunContext) -> Che
             bad = steps[~np.isfinite(vals)][0]
             return _result(
                 name,
-                Status.FAIL,
+                Outcome.FAIL,
                 float("nan"),
                 bound,
                 f"{tag} is missing or non-finite at step {bad}",
                 tag,
+                **share_of,
             )
         share = np.where(vals >= limit, np.maximum(share, at_least), share)
     value = float(share.mean())
     ok = bound_value is not None and value <= bound_value
     return _result(
         name,
-        Status.PASS if ok else Status.FAIL,
+        Outcome.PASS if ok else Outcome.FAIL,
         value,
         bound,
         f"share of samples at agent_max_turns={limit} (lower bound from "
         f"{', '.join(t.rsplit('/', 1)[1] for t in present)}) averaged over "
         f"{steps.size} steps = {value:.3g}",
         f"{TURNS}/*",
+        **share_of,
     )
 
 
-def evaluate_finite(tag: str, run: RunMetrics) -> CheckResult:
+def evaluate_finite(tag: str, run: RunMetrics) -> Result:
     """Every logged value of ``tag`` is finite (NaN loss / grad norm is a FAIL)."""
     name = f"finite:{tag}"
+    none = {"op": Op.EQ, "threshold": 0.0, "unit": "non-finite values"}
     series = run.series.get(tag)
     if series is None or not len(series):
-        return _result(name, Status.ERROR, None, "all finite", f"{tag} not logged", tag)
+        return _result(name, Outcome.ERROR, None, "all finite", f"{tag} not logged", tag, **none)
     bad = first_nonfinite(series.steps, series.values)
     count = int(np.count_nonzero(~np.isfinite(series.values)))
     if bad is None:
-        return _result(
-            name, Status.PASS, 0.0, "all finite", f"{tag}: {len(series)} values, all finite", tag
-        )
+        message = f"{tag}: {len(series)} values, all finite"
+        return _result(name, Outcome.PASS, 0.0, "all finite", message, tag, **none)
     return _result(
         name,
-        Status.FAIL,
+        Outcome.FAIL,
         float(count),
         "all finite",
         f"{tag}: {count} non-finite value(s), first {bad}",
         tag,
+        **none,
     )
 
 
-def evaluate_integrity(run: RunMetrics) -> CheckResult:
+def evaluate_integrity(run: RunMetrics) -> Result:
     """Steps never go backwards within one file (a restart inside one file, or corruption)."""
+    none = {"op": Op.EQ, "threshold": 0.0, "unit": "non-monotonic steps"}
     if not run.anomalies:
         note = (
             f"; {len(run.conflicts)} cross-file conflict(s), later file kept"
@@ -402,20 +433,22 @@ def evaluate_integrity(run: RunMetrics) -> CheckResult:
         )
         return _result(
             "data_integrity",
-            Status.PASS,
+            Outcome.PASS,
             0.0,
             "no non-monotonic steps",
             f"{len(run.files)} file(s), steps monotonic{note}",
             None,
+            **none,
         )
     shown = "; ".join(
         f"{a.tag}: step {a.step} after {a.previous_step} in {a.source}" for a in run.anomalies[:3]
     )
     return _result(
         "data_integrity",
-        Status.FAIL,
+        Outcome.FAIL,
         float(len(run.anomalies)),
         "no non-monotonic steps",
         f"non-monotonic steps: {shown}",
         None,
+        **none,
     )

@@ -1,6 +1,6 @@
 """Perf tier statistics: steady-state windows, noise-aware baseline comparison, reference bands.
 
-Pure: series in, :class:`~rlgate.core.results.CheckResult` out.
+Pure: series in, a :class:`~rlgate.core.results.Result` out.
 
 **Baseline comparison** (:func:`compare_to_baseline`). Step times and throughputs are
 multiplicative and right-skewed (stragglers), so they are compared on the log scale:
@@ -38,12 +38,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from rlgate.checks.conditions import first_nonfinite
-from rlgate.core.results import CheckResult, Status, Tier
+from rlgate.core.results import Op, Outcome, Result, Tier
 from rlgate.recipe.spec import Direction
 from rlgate.runs.metrics import MetricSeries
 
@@ -145,15 +146,27 @@ def compare_to_baseline(
     )
 
 
-def perf_result(name: str, comparison: PerfComparison | str, metric: str) -> CheckResult:
-    """Turn a comparison into a perf-tier CheckResult."""
+def _perf(name: str, outcome: Outcome, value: float | None, message: str, metric: str, **kw: Any):
+    return Result(
+        name=name,
+        tier=Tier.PERF,
+        outcome=outcome,
+        value=value,
+        message=message,
+        metric=metric,
+        **kw,
+    )
+
+
+def perf_result(name: str, comparison: PerfComparison | str, metric: str) -> Result:
+    """Turn a comparison into a perf-tier Result (value: the HL ratio to the baseline)."""
     if isinstance(comparison, str):
-        return CheckResult(
-            name, Tier.PERF, Status.ERROR, None, "?", f"{metric}: {comparison}", metric
-        )
+        message = f"{metric}: {comparison}"
+        return _perf(name, Outcome.ERROR, None, message, metric, bound="?", unit="x baseline")
     c = comparison
     limit = math.exp(c.tolerance if c.better is Direction.LOWER else -c.tolerance)
-    bound = f"{'<=' if c.better is Direction.LOWER else '>='} {limit:.4g}x baseline"
+    op = Op.LE if c.better is Direction.LOWER else Op.GE
+    bound = f"{op.value} {limit:.4g}x baseline"
     ok = c.worse <= c.tolerance
     direction = "lower" if c.better is Direction.LOWER else "higher"
     message = (
@@ -163,8 +176,17 @@ def perf_result(name: str, comparison: PerfComparison | str, metric: str) -> Che
         f"{math.expm1(c.tolerance):.1%} from baseline step-to-step noise {c.noise:.1%} (log SD)"
         + ("" if ok else " -- regression")
     )
-    return CheckResult(
-        name, Tier.PERF, Status.PASS if ok else Status.FAIL, c.ratio, bound, message, metric
+    outcome = Outcome.PASS if ok else Outcome.FAIL
+    return _perf(
+        name,
+        outcome,
+        c.ratio,
+        message,
+        metric,
+        op=op,
+        threshold=limit,
+        unit="x baseline",
+        bound=bound,
     )
 
 
@@ -176,15 +198,16 @@ def compare_async_vs_sync(
     warmup_steps: int,
     alpha: float,
     min_speedup: float,
-) -> CheckResult:
+) -> Result:
     """The async run is at least ``min_speedup`` x the sync run (within noise)."""
     name, metric = f"async_vs_sync:{async_run.tag}", async_run.tag
     cmp = compare_to_baseline(
         async_run, sync_run, better=better, warmup_steps=warmup_steps, alpha=alpha, min_effect=0.0
     )
     bound = f">= {min_speedup:g}x sync"
+    rule = {"op": Op.GE, "threshold": min_speedup, "unit": "x sync", "bound": bound}
     if isinstance(cmp, str):
-        return CheckResult(name, Tier.PERF, Status.ERROR, None, bound, f"{metric}: {cmp}", metric)
+        return _perf(name, Outcome.ERROR, None, f"{metric}: {cmp}", metric, **rule)
     speedup = math.exp(-cmp.worse)  # > 1 when async is better
     ok = math.log(speedup) >= math.log(min_speedup) - cmp.tolerance
     message = (
@@ -192,9 +215,7 @@ def compare_async_vs_sync(
         f" vs sync {cmp.baseline_median:.4g}); required {min_speedup:g}x within noise "
         f"{math.expm1(cmp.tolerance):.1%}" + ("" if ok else " -- async is not faster enough")
     )
-    return CheckResult(
-        name, Tier.PERF, Status.PASS if ok else Status.FAIL, speedup, bound, message, metric
-    )
+    return _perf(name, Outcome.PASS if ok else Outcome.FAIL, speedup, message, metric, **rule)
 
 
 # --- reference band ----------------------------------------------------------------------
@@ -259,30 +280,33 @@ def _overlap(band: Band, candidate: MetricSeries) -> tuple[np.ndarray, np.ndarra
 
 def evaluate_band_curve(
     band: Band | str, candidate: MetricSeries | None, *, better: Direction, max_outside: float
-) -> CheckResult:
+) -> Result:
     """Fraction of the candidate's steps outside the per-step band (on the bad side)."""
     metric = band.metric if isinstance(band, Band) else (candidate.tag if candidate else "?")
     name, bound = f"band_curve:{metric}", f"outside <= {max_outside:.0%} of steps"
+    rule = {"op": Op.LE, "threshold": max_outside, "unit": "share of steps", "bound": bound}
+
+    def result(outcome: Outcome, value: float | None, message: str) -> Result:
+        return Result(
+            name=name,
+            tier=tier_for_metric(metric),
+            outcome=outcome,
+            value=value,
+            message=message,
+            metric=metric,
+            **rule,
+        )
+
     if isinstance(band, str) or candidate is None:
         why = band if isinstance(band, str) else f"{metric} not logged by the candidate"
-        return CheckResult(name, tier_for_metric(metric), Status.ERROR, None, bound, why, metric)
+        return result(Outcome.ERROR, None, why)
     overlap = _overlap(band, candidate)
     if isinstance(overlap, str):
-        return CheckResult(
-            name, tier_for_metric(metric), Status.ERROR, None, bound, overlap, metric
-        )
+        return result(Outcome.ERROR, None, overlap)
     cols, vals = overlap
     bad = first_nonfinite(band.steps[cols], vals)
     if bad is not None:
-        return CheckResult(
-            name,
-            tier_for_metric(metric),
-            Status.FAIL,
-            float("nan"),
-            bound,
-            f"{metric}: non-finite {bad}",
-            metric,
-        )
+        return result(Outcome.FAIL, float("nan"), f"{metric}: non-finite {bad}")
     lower, upper = band.interval(cols)
     out = vals < lower if better is Direction.HIGHER else vals > upper
     frac = float(out.mean())
@@ -293,40 +317,44 @@ def evaluate_band_curve(
         f"({'below' if better is Direction.HIGHER else 'above'})"
         + (f" at steps {where}" if where else "")
     )
-    return CheckResult(
-        name,
-        tier_for_metric(metric),
-        Status.PASS if ok else Status.FAIL,
-        frac,
-        bound,
-        message,
-        metric,
-    )
+    return result(Outcome.PASS if ok else Outcome.FAIL, frac, message)
 
 
 def evaluate_band_mean(
     band: Band | str, candidate: MetricSeries | None, *, better: Direction
-) -> CheckResult:
-    """The candidate's mean over the shared steps against the reference runs' means."""
+) -> Result:
+    """The candidate's mean over the shared steps against the reference runs' means.
+
+    Its value and threshold are run means (``unit`` ``run mean``), not values of the metric
+    at a step: a plot of the metric does not draw the prediction bound.
+    """
     metric = band.metric if isinstance(band, Band) else (candidate.tag if candidate else "?")
     name = f"band_mean:{metric}"
+    op = Op.GE if better is Direction.HIGHER else Op.LE
+
+    def result(outcome: Outcome, value: float | None, message: str, **rule: Any) -> Result:
+        return Result(
+            name=name,
+            tier=tier_for_metric(metric),
+            outcome=outcome,
+            value=value,
+            op=op,
+            unit="run mean",
+            message=message,
+            metric=metric,
+            **({"bound": "?"} | rule),
+        )
+
     if isinstance(band, str) or candidate is None:
         why = band if isinstance(band, str) else f"{metric} not logged by the candidate"
-        return CheckResult(name, tier_for_metric(metric), Status.ERROR, None, "?", why, metric)
+        return result(Outcome.ERROR, None, why)
     overlap = _overlap(band, candidate)
     if isinstance(overlap, str):
-        return CheckResult(name, tier_for_metric(metric), Status.ERROR, None, "?", overlap, metric)
+        return result(Outcome.ERROR, None, overlap)
     cols, vals = overlap
     if not np.all(np.isfinite(vals)):
-        return CheckResult(
-            name,
-            tier_for_metric(metric),
-            Status.FAIL,
-            float("nan"),
-            "?",
-            f"{metric}: non-finite {first_nonfinite(band.steps[cols], vals)}",
-            metric,
-        )
+        bad = first_nonfinite(band.steps[cols], vals)
+        return result(Outcome.FAIL, float("nan"), f"{metric}: non-finite {bad}")
     means = band.values[:, cols].mean(axis=1)
     center, sd = float(means.mean()), float(means.std(ddof=1))
     mean = float(vals.mean())
@@ -341,12 +369,5 @@ def evaluate_band_mean(
         f" {band.n_runs} reference runs {center:.4g} ± {sd:.3g} (SD), one-sided "
         f"{1 - band.alpha:.0%} prediction bound {limit:.4g}"
     )
-    return CheckResult(
-        name,
-        tier_for_metric(metric),
-        Status.PASS if ok else Status.FAIL,
-        mean,
-        bound,
-        message,
-        metric,
-    )
+    outcome = Outcome.PASS if ok else Outcome.FAIL
+    return result(outcome, mean, message, threshold=limit, bound=bound)

@@ -18,14 +18,14 @@ reporting "0 passed".
 from __future__ import annotations
 
 import glob
-import json
 import os
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
 
 from rlgate.checks.conditions import evaluate_condition
 from rlgate.checks.convergence import (
@@ -47,8 +47,10 @@ from rlgate.checks.perf import (
 )
 from rlgate.checks.rollouts import evaluate_rollouts
 from rlgate.core.errors import MetricsError, RecipeError, RlgateError
-from rlgate.core.results import CheckResult, Status, Tier
-from rlgate.core.text import printable
+from rlgate.core.io import SCHEMA_VERSION
+from rlgate.core.junit import JunitCase, JunitSuite, write_junit
+from rlgate.core.results import CHECK_TIERS, Op, Outcome, Result, Tier
+from rlgate.core.results import render_table as _render_results
 from rlgate.recipe.facts import RunContext, context_from_config
 from rlgate.recipe.spec import BandMethod, GateSpec, parse_gate
 from rlgate.runs.metrics import RunMetrics, load_run
@@ -60,6 +62,7 @@ __all__ = [
     "GateReport",
     "Need",
     "PlannedCheck",
+    "RunDocument",
     "evaluate_check",
     "load_inputs",
     "load_plan",
@@ -214,7 +217,7 @@ def _require_gates(gate: GateSpec, recipe: str, checks: Sequence[PlannedCheck]) 
             "rlgate.perf with a --baseline; the schema is in docs/convergence-and-perf.md",
         )
     listed = gate.tiers if isinstance(gate.tiers, list | tuple) else ()
-    for tier in Tier:
+    for tier in CHECK_TIERS:
         if tier.value in listed and not any(c.tier is tier for c in checks):
             raise RecipeError(
                 f"recipe {recipe} lists {tier.value} in rlgate.tiers but declares no "
@@ -286,7 +289,19 @@ def load_inputs(
     )
 
 
-def _band(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResult:
+def _error(check: PlannedCheck, message: str, **comparison: Any) -> Result:
+    """The ERROR of a check whose input lacks what it needs (the value is unknown)."""
+    return Result(
+        name=check.name,
+        tier=check.tier,
+        outcome=Outcome.ERROR,
+        message=message,
+        metric=check.metric,
+        **({"bound": "?"} | comparison),
+    )
+
+
+def _band(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> Result:
     band_spec = plan.gate.band
     assert band_spec is not None and check.metric is not None
     metric, spec = check.metric, band_spec.metrics[check.metric]
@@ -294,15 +309,7 @@ def _band(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResul
     for ref in inputs.band_runs:
         series = ref.series.get(metric)
         if series is None:
-            return CheckResult(
-                check.name,
-                check.tier,
-                Status.ERROR,
-                None,
-                "?",
-                f"reference run {ref.source} does not log {metric}",
-                metric,
-            )
+            return _error(check, f"reference run {ref.source} does not log {metric}")
         refs.append(series)
     band = build_band(
         refs,
@@ -318,7 +325,7 @@ def _band(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResul
     return evaluate_band_mean(band, candidate, better=spec.better)
 
 
-def _perf(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResult:
+def _perf(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> Result:
     perf = plan.gate.perf
     assert perf is not None and check.metric is not None
     metric = check.metric
@@ -328,15 +335,7 @@ def _perf(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResul
         pair = (inputs.run.series.get(metric), inputs.sync_run.series.get(metric))
         if pair[0] is None or pair[1] is None:
             who = "the run" if pair[0] is None else "the sync run"
-            return CheckResult(
-                check.name,
-                Tier.PERF,
-                Status.ERROR,
-                None,
-                "?",
-                f"{who} does not log {metric}",
-                metric,
-            )
+            return _error(check, f"{who} does not log {metric}", op=Op.GE, unit="x sync")
         return compare_async_vs_sync(
             pair[0],
             pair[1],
@@ -349,9 +348,7 @@ def _perf(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResul
     cand, base = inputs.run.series.get(metric), inputs.baseline.series.get(metric)
     if cand is None or base is None:
         who = "the run" if cand is None else f"the baseline {inputs.baseline.source}"
-        return CheckResult(
-            check.name, Tier.PERF, Status.ERROR, None, "?", f"{who} does not log {metric}", metric
-        )
+        return _error(check, f"{who} does not log {metric}", unit="x baseline")
     cmp = compare_to_baseline(
         cand,
         base,
@@ -363,7 +360,7 @@ def _perf(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResul
     return perf_result(check.name, cmp, metric)
 
 
-def _convergence(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResult:
+def _convergence(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> Result:
     conv, ctx, run = plan.gate.convergence, plan.context, inputs.run
     assert conv is not None
     name = check.name
@@ -393,7 +390,7 @@ def _convergence(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> Che
     return evaluate_agentic(name, conv.agentic, run, ctx)
 
 
-def evaluate_check(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> CheckResult:
+def evaluate_check(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> Result:
     """Evaluate one planned check (its input must be present; see :meth:`GateInputs.has`)."""
     if check.need is Need.BAND:
         return _band(plan, check, inputs)
@@ -411,19 +408,74 @@ def skip_reason(check: PlannedCheck, inputs_has: Callable[[Need], bool]) -> str 
     return None
 
 
+def skipped_result(check: PlannedCheck, reason: str) -> Result:
+    """A planned check that did not run, as a SKIP Result naming why."""
+    return Result(
+        name=check.name, tier=check.tier, outcome=Outcome.SKIP, message=reason, metric=check.metric
+    )
+
+
+_Text = Annotated[StrictStr, Field(min_length=1)]
+_Count = Annotated[int, Field(ge=0, strict=True)]
+
+
+class RunDocument(BaseModel):
+    """``rlgate check-run --json`` (and the convergence/perf tiers' ``--rlgate-json``).
+
+    Written by :meth:`GateReport.document`, read back by ``rlgate report`` with the same
+    model: ``{schema_version, recipe, run, source_kind, target_step, passed, checks,
+    skipped, warnings, files, rollouts}``; ``checks`` are the evaluated checks' Results,
+    ``skipped`` the skipped ones' (each also with ``reason``, its message). Strict: no
+    string or boolean read as a number.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    schema_version: Annotated[int, Field(strict=True)] = SCHEMA_VERSION
+    recipe: _Text
+    run: _Text
+    source_kind: StrictStr | None = None
+    target_step: _Count | None = None
+    passed: StrictBool
+    checks: tuple[Result, ...]
+    skipped: tuple[Result, ...] = ()
+    warnings: tuple[StrictStr, ...] = ()
+    files: tuple[StrictStr, ...] = ()
+    rollouts: dict[str, Any] | None = None
+
+    @field_validator("skipped", mode="before")
+    @classmethod
+    def _skip_entries(cls, value: Any) -> Any:
+        """``{name, tier, reason}`` entries (every version wrote these keys) are SKIP Results."""
+        if not isinstance(value, list | tuple):
+            return value
+        return [
+            {"status": "skip", "message": item.get("reason", ""), **item}
+            if isinstance(item, dict)
+            else item
+            for item in value
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form (``schema_version`` first, as ``core.io.write_json_atomic`` adds it)."""
+        doc = self.model_dump(mode="json", exclude={"schema_version"})
+        doc["skipped"] = [{**s, "reason": s["message"]} for s in doc["skipped"]]
+        return doc
+
+
 @dataclass(frozen=True, slots=True)
 class GateReport:
-    """Results of a whole plan on one set of inputs."""
+    """Results of a whole plan on one set of inputs: evaluated checks, then skipped ones."""
 
     plan: GatePlan
     inputs: GateInputs
-    results: tuple[CheckResult, ...]
-    skipped: tuple[tuple[PlannedCheck, str], ...] = field(default=())
+    results: tuple[Result, ...]
+    skipped: tuple[Result, ...] = ()
 
     @property
     def passed(self) -> bool:
         """True when checks were evaluated and every one passed (skips do not fail it)."""
-        return bool(self.results) and all(r.status is Status.PASS for r in self.results)
+        return bool(self.results) and all(r.passed for r in self.results)
 
     @property
     def warnings(self) -> list[str]:
@@ -431,28 +483,28 @@ class GateReport:
         rollouts = self.inputs.rollouts.warnings if self.inputs.rollouts is not None else ()
         return [*self.inputs.run.warnings, *rollouts]
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON document for ``rlgate check-run --json``."""
+    def document(self) -> RunDocument:
+        """The ``check-run --json`` document."""
         run = self.inputs.run
-        return {
-            "recipe": self.plan.recipe,
-            "run": str(run.source),
-            "source_kind": run.kind.value,
-            "target_step": self.plan.context.target_step,
-            "passed": self.passed,
-            "checks": [r.to_dict() for r in self.results],
-            "skipped": [
-                {"name": c.name, "tier": c.tier.value, "reason": why} for c, why in self.skipped
-            ],
-            "warnings": self.warnings,
-            "files": [str(f) for f in run.files],
-            "rollouts": self.inputs.rollouts.summary() if self.inputs.rollouts else None,
-        }
+        return RunDocument(
+            recipe=self.plan.recipe,
+            run=str(run.source),
+            source_kind=run.kind.value,
+            target_step=self.plan.context.target_step,
+            passed=self.passed,
+            checks=self.results,
+            skipped=self.skipped,
+            warnings=tuple(self.warnings),
+            files=tuple(str(f) for f in run.files),
+            rollouts=self.inputs.rollouts.summary() if self.inputs.rollouts else None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON document for ``rlgate check-run --json`` (:class:`RunDocument`)."""
+        return self.document().to_json()
 
 
-def run_gate(
-    plan: GatePlan, inputs: GateInputs, tiers: Sequence[Tier] = (Tier.CONVERGENCE, Tier.PERF)
-) -> GateReport:
+def run_gate(plan: GatePlan, inputs: GateInputs, tiers: Sequence[Tier] = CHECK_TIERS) -> GateReport:
     """Evaluate every planned check of ``tiers`` that has its inputs.
 
     Raises:
@@ -477,98 +529,39 @@ def run_gate(
         )
     dropped = {id(c) for c, _ in skipped}
     results = [evaluate_check(plan, c, inputs) for c in chosen if id(c) not in dropped]
-    return GateReport(plan, inputs, tuple(results), tuple(skipped))
+    return GateReport(
+        plan, inputs, tuple(results), tuple(skipped_result(c, why) for c, why in skipped)
+    )
 
 
-# --- rendering (text for the terminal, JUnit XML for CI) ----------------------------------
+# --- rendering (text for the terminal, JUnit XML for CI): the one model's renderers ---------
 
 
 def render_table(report: GateReport) -> str:
-    """One line per check: status, name, value, bound, message."""
-    from rlgate.core.junit import format_value
-
-    rows = [
-        (r.status.value.upper(), r.name, format_value(r.value), r.bound, r.message)
-        for r in report.results
-    ]
-    rows += [("SKIP", c.name, "", "", why) for c, why in report.skipped]
-    width = max((len(r[1]) for r in rows), default=4)
-    lines = [f"rlgate check-run: recipe {report.plan.recipe}, run {report.inputs.run.source}"]
-    lines += [f"  warning: {w}" for w in report.warnings]
-    lines += [f"  {s:<5} {n:<{width}}  {v:>10}  {b:<24} {m}" for s, n, v, b, m in rows]
-    failed = sum(r.status is not Status.PASS for r in report.results)
-    lines.append(
-        f"{len(report.results) - failed} passed, {failed} failed or errored, "
-        f"{len(report.skipped)} skipped"
-    )
-    return "\n".join(lines) + "\n"
-
-
-# XML 1.0 cannot carry these at all, not even as character references: C0 controls (tab, LF
-# and CR aside), lone surrogates (from JSON "\ud800" escapes) and U+FFFE/U+FFFF.
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _xml_text(text: object) -> str:
-    """``text`` safe inside XML: controls visible, characters XML 1.0 forbids escaped.
-
-    Controls go through ``rlgate.core.text.printable``; what is left that XML cannot carry
-    (lone surrogates, U+FFFE, U+FFFF) is shown as a backslash-u escape.
-    """
-    return _XML_ILLEGAL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", printable(text))
+    """One line per check (evaluated, then skipped), after the run and its warnings."""
+    head = [f"rlgate check-run: recipe {report.plan.recipe}, run {report.inputs.run.source}"]
+    head += [f"  warning: {w}" for w in report.warnings]
+    return _render_results([*report.results, *report.skipped], head)
 
 
 def render_junit(report: GateReport) -> str:
-    """JUnit XML: one testcase per check, ``rlgate.*`` properties like the pytest tiers.
+    """JUnit XML: one testcase per check (skipped ones too), its Result as ``rlgate.*``.
 
-    Every name, message and value may come from untrusted input (recipe file names, tags
-    and strings in run logs): each goes through :func:`_xml_text`, so the file is always
-    well-formed XML and no control character reaches a terminal or a CI page raw.
+    Classnames are ``rlgate.<tier>.<recipe>``; each testcase also records ``rlgate.recipe``
+    and ``rlgate.run_dir``; each warning is a suite property ``rlgate.warning``. Names,
+    messages and values may come from untrusted input: :mod:`rlgate.core.junit` writes them
+    XML-safe, control characters visible.
     """
-    from junitparser import (
-        Error,
-        Failure,
-        JUnitXml,
-        Properties,
-        Property,
-        Skipped,
-        TestCase,
-        TestSuite,
+    recipe, run_dir = report.plan.recipe, str(report.inputs.run.source)
+    cases = [
+        JunitCase.of(
+            r,
+            classname=f"rlgate.{r.tier.value}.{recipe}",
+            facts={"recipe": recipe, "run_dir": run_dir},
+        )
+        for r in (*report.results, *report.skipped)
+    ]
+    suite = JunitSuite.of(
+        f"rlgate.check-run.{recipe}", cases, [("rlgate.warning", w) for w in report.warnings]
     )
-
-    from rlgate.core.junit import PROPERTY_PREFIX, format_value
-
-    x = _xml_text
-    recipe = report.plan.recipe
-    suite = TestSuite(x(f"rlgate.check-run.{recipe}"))
-    for warning in report.warnings:
-        suite.add_property(f"{PROPERTY_PREFIX}warning", x(warning))
-    for result in report.results:
-        case = TestCase(x(result.name), classname=x(f"rlgate.{result.tier.value}.{recipe}"))
-        props = Properties()
-        facts = {
-            "value": result.value,
-            "bound": result.bound,
-            "metric": result.metric or "",
-            "recipe": recipe,
-            "run_dir": str(report.inputs.run.source),
-            "verdict": result.status.value,
-        }
-        if result.evidence:
-            facts["evidence"] = json.dumps(result.evidence, sort_keys=True, default=str)
-        for key, value in facts.items():
-            props.add_property(Property(f"{PROPERTY_PREFIX}{key}", x(format_value(value))))
-        case.append(props)
-        if result.status is Status.FAIL:
-            case.result = [Failure(x(result.message))]
-        elif result.status is Status.ERROR:
-            case.result = [Error(x(result.message))]
-        suite.add_testcase(case)
-    for check, why in report.skipped:
-        case = TestCase(x(check.name), classname=x(f"rlgate.{check.tier.value}.{recipe}"))
-        case.result = [Skipped(x(why))]
-        suite.add_testcase(case)
-    suite.update_statistics()
-    xml = JUnitXml()
-    xml.add_testsuite(suite)
-    return xml.tostring().decode("utf-8")
+    return write_junit([suite])

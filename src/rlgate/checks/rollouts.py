@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from rlgate.core.results import CheckResult, Status, Tier
+from rlgate.core.results import Op, Outcome, Result, Tier
 from rlgate.recipe.facts import RunContext
 from rlgate.recipe.spec import RolloutGateSpec
 from rlgate.runs.rollouts import (
@@ -30,26 +30,35 @@ def _share(report: RolloutReport, flag: Any) -> tuple[float, int]:
 
 def evaluate_rollouts(
     name: str, report: RolloutReport, spec: RolloutGateSpec, ctx: RunContext
-) -> CheckResult:
+) -> Result:
     """One rollout bound by spec field name (see :data:`ROLLOUT_CHECKS`)."""
     check, n = f"rollouts:{name}", len(report.rollouts)
     limit = getattr(spec, name)
-    bound = f">= {limit:g}" if name == "reward_mean_min" else f"<= {limit:g}"
+    op = Op.GE if name == "reward_mean_min" else Op.LE
+    unit = {"reward_mean_min": "mean reward", "failed_call_rate": "share of calls"}.get(
+        name, "share of rollouts"
+    )
 
-    def done(value: float, detail: str) -> CheckResult:
-        ok = value >= limit if name == "reward_mean_min" else value <= limit
-        return CheckResult(
-            check,
-            Tier.CONVERGENCE,
-            Status.PASS if ok else Status.FAIL,
-            value,
-            bound,
-            f"{ROLLOUT_CHECKS[name]} = {value:.4g} ({detail})",
-            None,
+    def result(outcome: Outcome, value: float | None, message: str) -> Result:
+        return Result(
+            name=check,
+            tier=Tier.CONVERGENCE,
+            outcome=outcome,
+            value=value,
+            op=op,
+            threshold=limit,
+            unit=unit,
+            bound=f"{op.value} {limit:g}",
+            message=message,
         )
 
-    def error(detail: str) -> CheckResult:
-        return CheckResult(check, Tier.CONVERGENCE, Status.ERROR, None, bound, detail, None)
+    def done(value: float, detail: str) -> Result:
+        ok = op.holds(value, limit)
+        outcome = Outcome.PASS if ok else Outcome.FAIL
+        return result(outcome, value, f"{ROLLOUT_CHECKS[name]} = {value:.4g} ({detail})")
+
+    def error(detail: str) -> Result:
+        return result(Outcome.ERROR, None, detail)
 
     if name == "failed_call_rate":
         calls = sum(r.function_calls for r in report.rollouts)
@@ -64,14 +73,10 @@ def evaluate_rollouts(
             return error(f"no rollout of {n} has a numeric reward")
         bad = next((r for r in rewards if not math.isfinite(r.reward or 0.0)), None)
         if bad is not None:
-            return CheckResult(
-                check,
-                Tier.CONVERGENCE,
-                Status.FAIL,
+            return result(
+                Outcome.FAIL,
                 float("nan"),
-                bound,
                 f"{ROLLOUT_CHECKS[name]}: non-finite reward {bad.reward} at line {bad.line}",
-                None,
             )
         return done(float(np.mean([r.reward for r in rewards])), f"{len(rewards)} rewards")
     if name == "max_turns_share":

@@ -16,9 +16,7 @@ message, metric, evidence, informational, schema_version}``; ``status`` is the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from dataclasses import field as dc_field
+from collections.abc import Iterable, Sequence
 from enum import Enum
 from typing import Annotated, Any
 
@@ -235,44 +233,3 @@ def render_table(results: Sequence[Result], lines: Iterable[str] = ()) -> str:
         f"{len(ran) - failed} passed, {failed} failed or errored, {len(results) - len(ran)} skipped"
     )
     return "\n".join(out) + "\n"
-
-
-# --- the records before the one model (removed once every producer returns a Result) --------
-
-
-class Status(Enum):
-    """Outcome of one check (superseded by :class:`Outcome`)."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    ERROR = "error"
-
-
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    """One check's outcome (superseded by :class:`Result`)."""
-
-    name: str
-    tier: Tier
-    status: Status
-    value: float | None
-    bound: str
-    message: str
-    metric: str | None = None
-    evidence: Mapping[str, Any] = dc_field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form: ``{name, tier, status, value, bound, message, metric, evidence}``."""
-        value = self.value
-        if value is not None and not math.isfinite(value):
-            value = str(value)
-        return {
-            "name": self.name,
-            "tier": self.tier.value,
-            "status": self.status.value,
-            "value": value,
-            "bound": self.bound,
-            "message": self.message,
-            "metric": self.metric,
-            "evidence": dict(self.evidence),
-        }

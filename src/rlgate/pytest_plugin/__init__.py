@@ -82,6 +82,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--sync-run", type=_existing_path, help="synchronous run for async-vs-sync")
     group.addoption("--max-steps", type=positive_int, help="target step (default: the recipe's)")
+    group.addoption(
+        "--rlgate-json",
+        metavar="FILE",
+        help="convergence/perf tiers: also write the checks' results as `rlgate check-run "
+        "--json` writes them (one evaluation for JUnit and JSON)",
+    )
     group.addoption("--swe-before", nargs="+", type=_existing_path, help="SWE results, base")
     group.addoption("--swe-after", nargs="+", type=_existing_path, help="SWE results, trained")
     group.addoption("--swe-dataset", type=_existing_path, help="SWE-bench Verified parquet/dir")

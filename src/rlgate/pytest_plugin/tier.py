@@ -8,8 +8,12 @@ Outcomes map onto pytest as the style guide says: PASS passes; FAIL is an assert
 failure in the test body; ERROR (missing metric, target step not reached, unreadable run)
 is raised from a fixture, so JUnit writes ``<error>``; a check whose input option was not
 given, or that the recipe's config cannot log, is skipped with a reason naming it.
-Facts go to JUnit through ``gate_record`` (``rlgate.value``, ``bound``, ``metric``,
-``recipe``, ``run_dir``, ``verdict``).
+Each evaluated check's :class:`~rlgate.core.results.Result` goes to JUnit through
+``gate_record`` (its ``rlgate.*`` properties, plus ``rlgate.recipe`` and ``rlgate.run_dir``).
+
+One evaluation serves both outputs: with ``--rlgate-json FILE`` the session also writes the
+``rlgate check-run --json`` document (:class:`~rlgate.checks.plan.RunDocument`) of the
+checks it evaluated and skipped, so a nightly job never evaluates a run twice.
 """
 
 from __future__ import annotations
@@ -24,17 +28,22 @@ import pytest
 from rlgate.checks.plan import (
     GateInputs,
     GatePlan,
+    GateReport,
     Need,
     PlannedCheck,
     evaluate_check,
     load_inputs,
     load_plan,
     skip_reason,
+    skipped_result,
 )
 from rlgate.core.errors import RlgateError
-from rlgate.core.results import CheckResult, Status, Tier
+from rlgate.core.results import Outcome, Result, Tier
 
-__all__ = ["check_result", "gate_inputs", "gate_plan", "parametrize_checks"]
+__all__ = ["check_result", "gate_inputs", "gate_plan", "parametrize_checks", "write_tier_json"]
+
+# the Results this session evaluated, by check name (for --rlgate-json)
+_EVALUATED = pytest.StashKey[dict[str, Result]]()
 
 
 def _opt(config: pytest.Config, name: str) -> Any:
@@ -137,46 +146,76 @@ def _inputs(
     )
 
 
+def _given_paths(config: pytest.Config) -> dict[str, Any]:
+    def path(name: str) -> str | None:
+        value = _opt(config, name)
+        return str(value) if value is not None else None
+
+    return {
+        "recipe": str(_opt(config, "recipe")[0]),
+        "max_steps": _opt(config, "max_steps"),
+        "run": str(_opt(config, "run_dir")),
+        "baseline": path("baseline"),
+        "rollouts": path("rollouts"),
+        "band": tuple(str(p) for p in _opt(config, "band_run") or ()),
+        "sync": path("sync_run"),
+    }
+
+
 @pytest.fixture(scope="session")
 def gate_inputs(pytestconfig: pytest.Config, gate_plan: GatePlan) -> GateInputs:
     """Load the run and the optional inputs once; unreadable input errors every test."""
-
-    def path(name: str) -> str | None:
-        value = _opt(pytestconfig, name)
-        return str(value) if value is not None else None
-
-    band = tuple(str(p) for p in _opt(pytestconfig, "band_run") or ())
     try:
-        return _inputs(
-            str(_opt(pytestconfig, "recipe")[0]),
-            _opt(pytestconfig, "max_steps"),
-            str(_opt(pytestconfig, "run_dir")),
-            path("baseline"),
-            path("rollouts"),
-            band,
-            path("sync_run"),
-        )
+        return _inputs(*_given_paths(pytestconfig).values())
     except RlgateError as exc:
         pytest.fail(f"rlgate: cannot load the inputs: {exc}", pytrace=False)
 
 
 @pytest.fixture
 def check_result(
+    request: pytest.FixtureRequest,
     planned: PlannedCheck,
     gate_plan: GatePlan,
     gate_inputs: GateInputs,
     gate_record: Callable[..., None],
-) -> CheckResult:
+) -> Result:
     """Evaluate one planned check; ERROR fails here (setup), so JUnit shows ``<error>``."""
     result = evaluate_check(gate_plan, planned, gate_inputs)
-    gate_record(
-        value=result.value,
-        bound=result.bound,
-        metric=result.metric or "",
-        recipe=gate_plan.recipe,
-        run_dir=str(Path(gate_inputs.run.source)),
-        verdict=result.status.value,
-    )
-    if result.status is Status.ERROR:
+    gate_record(result, recipe=gate_plan.recipe, run_dir=str(Path(gate_inputs.run.source)))
+    request.config.stash.setdefault(_EVALUATED, {})[result.name] = result
+    if result.outcome is Outcome.ERROR:
         pytest.fail(f"ERROR {result.name}: {result.message}", pytrace=False)
     return result
+
+
+def write_tier_json(session: pytest.Session) -> None:
+    """Write ``--rlgate-json``: the checks this session evaluated, and the ones it skipped.
+
+    Written when at least one check was evaluated, as ``rlgate check-run --json`` would
+    (it refuses a gate that judged nothing); never over one of the inputs.
+    """
+    from rlgate.core.io import write_json_atomic
+
+    config = session.config
+    evaluated = config.stash.get(_EVALUATED, {})
+    if not evaluated:
+        return
+    plan = _plan_from(config)
+    given = _given_paths(config)
+    inputs = _inputs(*given.values())  # cached: loaded by the tests that evaluated
+    selected = [
+        item.callspec.params["planned"]
+        for item in session.items
+        if hasattr(item, "callspec") and item.callspec.params.get("planned") is not None
+    ]
+    has = _given(config, plan)
+    results, skipped = [], []
+    for check in (c for c in plan.checks if c in selected):
+        if check.name in evaluated:
+            results.append(evaluated[check.name])
+        else:
+            why = skip_reason(check, has) or f"{check.name} was not evaluated in this session"
+            skipped.append(skipped_result(check, why))
+    report = GateReport(plan, inputs, tuple(results), tuple(skipped))
+    paths = [p for k, p in given.items() if k not in ("max_steps", "band") and p]
+    write_json_atomic(config.getoption("rlgate_json"), report.to_dict(), inputs=paths)

@@ -72,7 +72,7 @@ MAX_XML_DEPTH = 32
 VERDICT = f"{PROPERTY_PREFIX}verdict"
 # a check's verdict (rlgate.core.results.Status; the rollout-path CPU-time gate's
 # rlgate.bench.gate.Verdict adds "improved": faster than its baseline, a pass)
-CHECK_VERDICTS = ("pass", "improved", "fail", "error")
+CHECK_VERDICTS = ("pass", "improved", "fail", "error", "skip")
 SWE_VERDICTS = ("improved", "regressed", "no_significant_change", "inconclusive")
 # numbers a swe_gate criterion records that the report reads (rlgate.swe.report)
 SWE_NUMBERS = tuple(f"{PROPERTY_PREFIX}{k}" for k in ("delta_pp", "ci95_low_pp", "ci95_high_pp"))

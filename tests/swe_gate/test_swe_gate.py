@@ -6,7 +6,8 @@
 Each of ``--swe-before`` / ``--swe-after`` takes one or more results (seeds):
 harness final reports, ``logs/run_evaluation/<run_id>`` directories,
 per-instance ``{id: {resolved}}`` maps or NeMo Gym rollouts JSONL. One testcase
-per gate criterion; the numbers are ``rlgate.*`` properties. Infra and input
+per gate criterion, its Result recorded as ``rlgate.*`` properties (the numbers the
+verdict rule decides on are the significance criterion's ``rlgate.evidence``). Infra and input
 problems (too many harness errors, different instance sets or dataset
 revisions, unreadable results) are detected in fixtures, so JUnit shows
 ``<error>``; only a significant regression is a ``<failure>``. Without the
@@ -15,10 +16,11 @@ three options every test is skipped and says which option is missing.
 
 import pytest
 
-from rlgate.swe.compare import Criterion, CriterionStatus, GateOptions, compare_arms
+from rlgate.core.results import Outcome
+from rlgate.swe.compare import Criterion, GateOptions, compare_arms
 from rlgate.swe.readers import load_arm
 from rlgate.swe.records import load_universe
-from rlgate.swe.report import criterion_properties, instance_set_text
+from rlgate.swe.report import instance_set_text
 
 REQUIRED = (
     ("swe_before", "--swe-before"),
@@ -61,9 +63,9 @@ def swe_comparison(request, record_testsuite_property):
 def criterion(request, swe_comparison, gate_record):
     """One criterion's result; an input/infra problem errors here, in setup."""
     result = swe_comparison.criterion(request.param)
-    gate_record(**criterion_properties(swe_comparison, result))
-    if result.status is CriterionStatus.ERROR:
-        pytest.fail(f"{result.criterion.value}: {result.message}", pytrace=False)
+    gate_record(result)
+    if result.outcome is Outcome.ERROR:
+        pytest.fail(f"{result.name}: {result.message}", pytrace=False)
     return result
 
 
@@ -76,21 +78,21 @@ def criterion(request, swe_comparison, gate_record):
     indirect=True,
 )
 def test_swe_arm_infra_error_rate_within_bound(criterion):
-    assert criterion.status is CriterionStatus.PASS, criterion.message
+    assert criterion.outcome is Outcome.PASS, criterion.message
 
 
 @pytest.mark.parametrize("criterion", [Criterion.SAME_INSTANCE_SET], indirect=True, ids=["set"])
 def test_swe_arms_cover_the_same_instances(criterion):
-    assert criterion.status is CriterionStatus.PASS, criterion.message
+    assert criterion.outcome is Outcome.PASS, criterion.message
 
 
 @pytest.mark.parametrize(
     "criterion", [Criterion.SAME_DATASET_REVISION], indirect=True, ids=["revision"]
 )
 def test_swe_arms_use_the_same_dataset_revision(criterion):
-    assert criterion.status is CriterionStatus.PASS, criterion.message
+    assert criterion.outcome is Outcome.PASS, criterion.message
 
 
 @pytest.mark.parametrize("criterion", [Criterion.SIGNIFICANCE], indirect=True, ids=["verdict"])
 def test_swe_trained_model_is_not_significantly_worse(criterion):
-    assert criterion.status is not CriterionStatus.FAIL, criterion.message
+    assert criterion.outcome is not Outcome.FAIL, criterion.message

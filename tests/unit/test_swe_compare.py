@@ -12,7 +12,8 @@ import swe_inputs as si
 from scipy import stats as sps
 
 from rlgate.core.errors import SweError
-from rlgate.swe.compare import Criterion, CriterionStatus, GateOptions, Verdict, compare_arms
+from rlgate.core.results import Outcome as CheckOutcome
+from rlgate.swe.compare import Criterion, GateOptions, Verdict, compare_arms
 from rlgate.swe.readers import load_arm
 from rlgate.swe.records import Outcome, load_universe
 
@@ -67,12 +68,12 @@ class TestFirstAttemptScenario:
         )
         assert cmp.verdict is Verdict.INCONCLUSIVE
         cov = cmp.criterion(Criterion.COVERAGE_AFTER)
-        assert cov.status is CriterionStatus.ERROR
+        assert cov.outcome is CheckOutcome.ERROR
         assert cov.value == pytest.approx(167 / 500)
         assert "infra error rate 33.4%" in cov.message
         assert "67 harness errors, 100 infra faults" in cov.message
-        assert cmp.criterion(Criterion.COVERAGE_BEFORE).status is CriterionStatus.PASS
-        assert cmp.criterion(Criterion.SIGNIFICANCE).status is CriterionStatus.ERROR
+        assert cmp.criterion(Criterion.COVERAGE_BEFORE).outcome is CheckOutcome.PASS
+        assert cmp.criterion(Criterion.SIGNIFICANCE).outcome is CheckOutcome.ERROR
         assert any("33.4%" in r for r in cmp.reasons)
         # without the infra criterion the numbers would have read as a regression
         assert cmp.delta_pp < 0 and cmp.p_value <= 0.05
@@ -116,9 +117,9 @@ class TestInputCriteria:
             FAST,
         )
         scope = cmp.criterion(Criterion.SAME_INSTANCE_SET)
-        assert scope.status is CriterionStatus.ERROR
+        assert scope.outcome is CheckOutcome.ERROR
         assert ids[0] in scope.message and "40 ids" in scope.message and "39" in scope.message
-        assert cmp.criterion(Criterion.COVERAGE_AFTER).status is CriterionStatus.PASS  # 2.5%
+        assert cmp.criterion(Criterion.COVERAGE_AFTER).outcome is CheckOutcome.PASS  # 2.5%
         assert cmp.verdict is Verdict.INCONCLUSIVE
 
     def test_runs_graded_on_another_dataset_revision_are_inconclusive(self, small):
@@ -136,7 +137,7 @@ class TestInputCriteria:
             FAST,
         )
         rev = cmp.criterion(Criterion.SAME_DATASET_REVISION)
-        assert rev.status is CriterionStatus.ERROR
+        assert rev.outcome is CheckOutcome.ERROR
         assert stale in rev.message and "different dataset revision" in rev.message
         assert cmp.verdict is Verdict.INCONCLUSIVE
 
@@ -150,7 +151,7 @@ class TestInputCriteria:
             universe,
             FAST,
         )
-        assert [c.status for c in cmp.criteria] == [CriterionStatus.PASS] * 5
+        assert [c.outcome for c in cmp.criteria] == [CheckOutcome.PASS] * 5
         assert cmp.verdict is Verdict.NO_SIGNIFICANT_CHANGE
         assert cmp.p_value == 1.0 and cmp.flips == ()
 
@@ -185,7 +186,7 @@ class TestVerdict:
         before, after = _paired(2, delta=-0.08)
         cmp = compare_arms(*_arms(tmp_path, universe, before, after), universe, FAST)
         assert cmp.verdict is Verdict.REGRESSED
-        assert cmp.criterion(Criterion.SIGNIFICANCE).status is CriterionStatus.FAIL
+        assert cmp.criterion(Criterion.SIGNIFICANCE).outcome is CheckOutcome.FAIL
         assert cmp.ci95_pp[1] < 0
 
     def test_significant_drop_within_the_margin_is_tolerated(self, tmp_path, universe):

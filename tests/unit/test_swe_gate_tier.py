@@ -4,6 +4,7 @@ Inputs are harness outputs graded by swebench on a 40-instance slice of
 Verified (a .jsonl subset dataset); the three tier runs go in parallel.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -102,6 +103,8 @@ class TestSweGateTier:
         assert [s for k, s in statuses.items() if k != "significance"] == ["passed"] * 4
         case = cases["test_swe_trained_model_is_not_significantly_worse[verdict]"]
         props = {p.name: p.value for p in case.child(Properties)}
-        assert props["rlgate.verdict"] == "regressed"
-        assert float(props["rlgate.delta_pp"]) == pytest.approx(-62.5)
+        assert props["rlgate.verdict"] == "fail" and props["rlgate.name"] == "significance"
+        evidence = json.loads(props["rlgate.evidence"])
+        assert evidence["verdict"] == "regressed"
+        assert evidence["delta_pp"] == pytest.approx(-62.5)
         assert float(props["rlgate.value"]) < 0.05

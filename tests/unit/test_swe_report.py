@@ -7,7 +7,9 @@ import pytest
 import swe_inputs as si
 from junitparser import Error, Failure, JUnitXml, Properties
 
-from rlgate.swe.compare import GateOptions, compare_arms
+from rlgate.core.junit import read_junit
+from rlgate.core.results import Outcome
+from rlgate.swe.compare import Criterion, GateOptions, compare_arms
 from rlgate.swe.readers import load_arm
 from rlgate.swe.records import load_universe
 from rlgate.swe.report import (
@@ -95,10 +97,10 @@ class TestBuildSweJunit:
         suites = {s.name: s for s in xml}
         assert set(suites) == {CRITERIA_SUITE, INSTANCE_SUITE}
         names = [c.name for c in suites[CRITERIA_SUITE]]
-        assert names == [c.criterion.value for c in comparison.criteria]
+        assert names == [c.name for c in comparison.criteria]
         assert suites[INSTANCE_SUITE].tests == 30
 
-    def test_junit_instance_suite_shows_which_instances_flipped(self, comparison):
+    def test_junit_instance_suite_shows_which_instances_flipped(self, comparison, tmp_path):
         xml = JUnitXml.fromstring(build_swe_junit(comparison).tostring().decode())
         cases = {c.name: c for s in xml if s.name == INSTANCE_SUITE for c in s}
         lost = {f.instance_id for f in comparison.flips if not f.gained}
@@ -108,7 +110,12 @@ class TestBuildSweJunit:
         assert errored == {infra}
         assert failed == lost - {infra}
         gained = next(f for f in comparison.flips if f.gained)
-        assert _props(cases[gained.instance_id])["rlgate.flip"] == "gained"
+        path = tmp_path / "swe.xml"
+        path.write_bytes(build_swe_junit(comparison).tostring())
+        read = {c.result.name: c.result for s in read_junit(path) for c in s.cases}
+        assert read[gained.instance_id].evidence["flip"] == "gained"
+        assert read[gained.instance_id].informational == "instance"
+        assert read[infra].outcome is Outcome.ERROR
 
     def test_junit_criteria_carry_the_numbers_as_properties(self, comparison):
         xml = JUnitXml.fromstring(build_swe_junit(comparison).tostring().decode())
@@ -116,8 +123,19 @@ class TestBuildSweJunit:
         sig = next(c for c in crit if c.name == "significance")
         props = _props(sig)
         assert float(props["rlgate.value"]) == pytest.approx(comparison.p_value, rel=1e-5)
-        assert props["rlgate.bound"] == "0.05"
-        assert props["rlgate.verdict"] == comparison.verdict.value
+        assert props["rlgate.bound"] == "0.05" and props["rlgate.threshold"] == "0.05"
+        assert props["rlgate.verdict"] == comparison.criterion(Criterion.SIGNIFICANCE).outcome.value
+        evidence = json.loads(props["rlgate.evidence"])
+        assert evidence["verdict"] == comparison.verdict.value
+        assert evidence["delta_pp"] == pytest.approx(comparison.delta_pp)
+        suite = {p.name: p.value for p in crit.properties()}
+        assert suite["rlgate.verdict"] == comparison.verdict.value
+
+    def test_junit_reads_back_as_the_comparisons_results(self, comparison, tmp_path):
+        path = tmp_path / "swe.xml"
+        path.write_bytes(build_swe_junit(comparison).tostring())
+        criteria = next(s for s in read_junit(path) if s.name == CRITERIA_SUITE)
+        assert [c.result for c in criteria.cases] == list(comparison.criteria)
 
 
 class TestRenderSweSummary:

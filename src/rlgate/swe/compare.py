@@ -1,6 +1,8 @@
 """Compare a before (base) arm with an after (trained) arm on SWE-bench: criteria and verdict.
 
-Pure: records in, a :class:`SweComparison` out; no files, no Docker.
+Pure: records in, a :class:`SweComparison` out; no files, no Docker. Each gate criterion
+is a :class:`~rlgate.core.results.Result` (tier ``swe_gate``); the verdict is the decision
+over them and the statistics.
 
 Invariants:
 
@@ -33,11 +35,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rlgate.core.errors import SweError
+from rlgate.core.results import Op, Result, Tier, number_text
+from rlgate.core.results import Outcome as CheckOutcome  # records.Outcome: an instance's
 from rlgate.swe import stats
 from rlgate.swe.records import DatasetUniverse, Outcome, SweArm, SweRun, _examples
 
@@ -47,8 +52,6 @@ __all__ = [
     "MIN_RESAMPLES",
     "ArmSummary",
     "Criterion",
-    "CriterionResult",
-    "CriterionStatus",
     "Flip",
     "GateOptions",
     "RepoBreakdown",
@@ -90,23 +93,34 @@ class Criterion(Enum):
     SIGNIFICANCE = "significance"
 
 
-class CriterionStatus(Enum):
-    """PASS held, FAIL regression, ERROR infra/inputs (never a regression)."""
+def _criterion(
+    which: Criterion,
+    outcome: CheckOutcome,
+    value: float,
+    threshold: float,
+    message: str,
+    *,
+    op: Op,
+    unit: str,
+    evidence: dict[str, Any] | None = None,
+) -> Result:
+    """A criterion's Result: PASS held, FAIL a regression, ERROR infra/inputs (never a fail).
 
-    PASS = "pass"
-    FAIL = "fail"
-    ERROR = "error"
-
-
-@dataclass(frozen=True, slots=True)
-class CriterionResult:
-    """The outcome of one criterion with the numbers behind it."""
-
-    criterion: Criterion
-    status: CriterionStatus
-    value: float | None
-    bound: float | None
-    message: str
+    Its ``bound`` is the threshold's number as text (``swe compare --json`` has always
+    written a criterion's bound as that number).
+    """
+    return Result(
+        name=which.value,
+        tier=Tier.SWE_GATE,
+        outcome=outcome,
+        value=value,
+        op=op,
+        threshold=threshold,
+        unit=unit,
+        bound=number_text(threshold),
+        message=message,
+        evidence=evidence or {},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,13 +221,13 @@ class SweComparison:
     gained: int
     verdict: Verdict
     reasons: tuple[str, ...]
-    criteria: tuple[CriterionResult, ...]
+    criteria: tuple[Result, ...]
     per_repo: tuple[RepoBreakdown, ...]
     flips: tuple[Flip, ...]
 
-    def criterion(self, which: Criterion) -> CriterionResult:
+    def criterion(self, which: Criterion) -> Result:
         """The result of one criterion."""
-        return next(c for c in self.criteria if c.criterion is which)
+        return next(c for c in self.criteria if c.name == which.value)
 
 
 def _summarise(arm: SweArm, universe: DatasetUniverse) -> ArmSummary:
@@ -225,7 +239,11 @@ def _summarise(arm: SweArm, universe: DatasetUniverse) -> ArmSummary:
     return ArmSummary(arm.name, arm.runs, resolved, rate.mean, rate.se, matrix.mean(axis=0))
 
 
-def _coverage(summary: ArmSummary, which: Criterion, options: GateOptions) -> CriterionResult:
+_SHARE = {"op": Op.LE, "unit": "share of instances"}
+_NONE = {"op": Op.EQ, "unit": "instances"}
+
+
+def _coverage(summary: ArmSummary, which: Criterion, options: GateOptions) -> Result:
     run = summary.worst_run
     rate, bound = run.infra_error_rate, options.max_infra_error_rate
     detail = (
@@ -233,72 +251,78 @@ def _coverage(summary: ArmSummary, which: Criterion, options: GateOptions) -> Cr
         f"{run.count(Outcome.MISSING)} missing of {len(run.outcomes)}"
     )
     if rate > bound:
-        return CriterionResult(
+        return _criterion(
             which,
-            CriterionStatus.ERROR,
+            CheckOutcome.ERROR,
             rate,
             bound,
             f"{summary.name} run {run.label}: infra error rate {rate:.1%} ({detail}) exceeds "
             f"the allowed {bound:.1%}; rerun the failed instances before comparing",
+            **_SHARE,
         )
-    return CriterionResult(
+    return _criterion(
         which,
-        CriterionStatus.PASS,
+        CheckOutcome.PASS,
         rate,
         bound,
         f"{summary.name}: worst infra error rate {rate:.1%} ({detail}) <= {bound:.1%}",
+        **_SHARE,
     )
 
 
-def _same_scope(runs: list[SweRun]) -> CriterionResult:
+def _same_scope(runs: list[SweRun]) -> Result:
     known = [(run, run.scope) for run in runs if run.scope is not None]
     for run, scope in known[1:]:
         ref, ref_scope = known[0]
         if scope != ref_scope:
             only_ref, only_run = ref_scope - scope, scope - ref_scope
-            return CriterionResult(
+            return _criterion(
                 Criterion.SAME_INSTANCE_SET,
-                CriterionStatus.ERROR,
+                CheckOutcome.ERROR,
                 float(len(only_ref) + len(only_run)),
                 0.0,
                 f"runs cover different instance sets: {ref.label} has {len(ref_scope)} ids, "
                 f"{run.label} has {len(scope)}; only in the first: "
                 f"{_examples(only_ref) or 'none'}; only in the second: "
                 f"{_examples(only_run) or 'none'}",
+                **_NONE,
             )
     note = "" if len(known) == len(runs) else " (log directories do not state their scope)"
-    return CriterionResult(
+    return _criterion(
         Criterion.SAME_INSTANCE_SET,
-        CriterionStatus.PASS,
+        CheckOutcome.PASS,
         0.0,
         0.0,
         f"{len(known)} run(s) with a stated instance set agree{note}",
+        **_NONE,
     )
 
 
-def _same_revision(runs: list[SweRun], universe: DatasetUniverse) -> CriterionResult:
+def _same_revision(runs: list[SweRun], universe: DatasetUniverse) -> Result:
     bad = [r for r in runs if r.label_mismatch]
     if bad:
         parts = [
             f"{r.label}: {len(r.label_mismatch)} instance(s) ({_examples(r.label_mismatch)})"
             for r in bad
         ]
-        return CriterionResult(
+        return _criterion(
             Criterion.SAME_DATASET_REVISION,
-            CriterionStatus.ERROR,
+            CheckOutcome.ERROR,
             float(sum(len(r.label_mismatch) for r in bad)),
             0.0,
             "graded against other FAIL_TO_PASS/PASS_TO_PASS labels than the dataset "
             f"{universe.source} (sha256 {universe.file_sha256 or universe.ids_sha256}), i.e. a "
             f"different dataset revision: {'; '.join(parts)}",
+            **_NONE,
         )
     checked = "" if universe.labels else " (the dataset has no test labels: not checked)"
-    return CriterionResult(
+    return _criterion(
         Criterion.SAME_DATASET_REVISION,
-        CriterionStatus.PASS,
+        CheckOutcome.PASS,
         0.0,
         0.0,
         f"no run contradicts the dataset's test labels{checked}",
+        **_NONE,
     )
 
 
@@ -386,22 +410,35 @@ def compare_arms(
     ]
     delta_pp = 100.0 * (a_sum.rate - b_sum.rate)
     p, ci, test, ci_method = _test(b_sum, a_sum, options)
-    errors = [c for c in inputs if c.status is CriterionStatus.ERROR]
+    errors = [c for c in inputs if c.outcome is CheckOutcome.ERROR]
     verdict, why = decide_verdict(delta_pp, p, ci, test, options)
     if errors:
         verdict = Verdict.INCONCLUSIVE
         reasons = tuple(c.message for c in errors)
-        significance = CriterionResult(
-            Criterion.SIGNIFICANCE,
-            CriterionStatus.ERROR,
-            p,
-            options.alpha,
-            "inconclusive, not judged: " + " | ".join(reasons),
-        )
+        outcome, message = CheckOutcome.ERROR, "inconclusive, not judged: " + " | ".join(reasons)
     else:
         reasons = (why,)
-        status = CriterionStatus.FAIL if verdict is Verdict.REGRESSED else CriterionStatus.PASS
-        significance = CriterionResult(Criterion.SIGNIFICANCE, status, p, options.alpha, why)
+        outcome = CheckOutcome.FAIL if verdict is Verdict.REGRESSED else CheckOutcome.PASS
+        message = why
+    # the numbers the verdict rule decides on, so a reader can apply it again
+    evidence = {
+        "verdict": verdict.value,
+        "delta_pp": delta_pp,
+        "ci95_low_pp": ci[0],
+        "ci95_high_pp": ci[1],
+        "test": test,
+        "margin_pp": options.margin_pp,
+    }
+    significance = _criterion(
+        Criterion.SIGNIFICANCE,
+        outcome,
+        p,
+        options.alpha,
+        message,
+        op=Op.LE,
+        unit="p-value",
+        evidence=evidence,
+    )
     lost = int(np.count_nonzero(a_sum.instance_mean < b_sum.instance_mean))
     gained = int(np.count_nonzero(a_sum.instance_mean > b_sum.instance_mean))
     return SweComparison(

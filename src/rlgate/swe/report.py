@@ -3,29 +3,32 @@
 Invariants: rendering only, no decisions (the verdict comes from
 :mod:`rlgate.swe.compare`) and no file writes (callers write the results with
 :mod:`rlgate.core.io`, which adds ``schema_version`` and refuses to overwrite inputs).
-The JUnit XML has two suites: ``rlgate.swe_gate`` with one testcase per gate
-criterion (``<failure>`` only for a regression, ``<error>`` for infra/input
-problems) and ``rlgate.swe_gate.instances`` with one testcase per instance so CI
-dashboards show which instances flipped (lost = ``<failure>``, any infra outcome
-= ``<error>``); the gate decision is the criteria suite and the CLI exit code.
+The JUnit XML (written by :mod:`rlgate.core.junit`, every testcase a Result) has two
+suites: ``rlgate.swe_gate`` with one testcase per gate criterion (``<failure>`` only for a
+regression, ``<error>`` for infra/input problems; the comparison's verdict is a suite
+property) and ``rlgate.swe_gate.instances`` with one informational testcase per instance
+so CI dashboards show which instances flipped (lost = ``<failure>``, any infra outcome =
+``<error>``); the gate decision is the criteria suite and the CLI exit code.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from junitparser import Error, Failure, JUnitXml, Properties, Property, TestCase, TestSuite
+from junitparser import JUnitXml
 
-from rlgate.core.junit import PROPERTY_PREFIX, format_value
-from rlgate.core.text import printable
-from rlgate.swe.compare import ArmSummary, CriterionResult, CriterionStatus, SweComparison
+from rlgate.core.junit import PROPERTY_PREFIX, JunitCase, JunitSuite, junit_root
+from rlgate.core.results import Op, Result, Tier, render_table
+from rlgate.core.results import Outcome as CheckOutcome
+from rlgate.swe.compare import ArmSummary, SweComparison
 from rlgate.swe.records import INFRA_OUTCOMES, DatasetUniverse, InstanceSet, Outcome, verified_ids
 
 __all__ = [
+    "CRITERIA_SUITE",
+    "INSTANCE_SUITE",
     "build_swe_junit",
     "comparison_to_dict",
-    "criterion_properties",
+    "instance_results",
     "instance_set_text",
     "render_swe_summary",
 ]
@@ -39,16 +42,6 @@ _LISTED = (
     Outcome.INFRA,
     Outcome.MISSING,
 )
-
-
-# XML 1.0 cannot hold lone surrogates (json.loads makes them from "\udc80") nor U+FFFE/FFFF;
-# printable() has already made the C0/C1 controls visible.
-_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
-
-
-def _xml(value: object) -> str:
-    """``value`` as text that XML can hold and a terminal shows as is (escapes made visible)."""
-    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group(0)):04x}", printable(value))
 
 
 def instance_set_text(universe: DatasetUniverse) -> str:
@@ -137,16 +130,8 @@ def comparison_to_dict(comparison: SweComparison) -> dict[str, Any]:
         "after": _arm_dict(c.after, u.n),
         "lost": c.lost,
         "gained": c.gained,
-        "criteria": [
-            {
-                "name": r.criterion.value,
-                "status": r.status.value,
-                "value": r.value,
-                "bound": r.bound,
-                "message": r.message,
-            }
-            for r in c.criteria
-        ],
+        # Results, with `bound` the threshold's number as it has always been written
+        "criteria": [{**r.to_json(), "bound": r.threshold} for r in c.criteria],
         "per_repo": [
             {
                 "repo": r.repo,
@@ -172,41 +157,8 @@ def comparison_to_dict(comparison: SweComparison) -> dict[str, Any]:
     }
 
 
-def _props(case: TestCase, **facts: Any) -> None:
-    props = Properties()
-    for key, value in facts.items():
-        props.add_property(Property(f"{PROPERTY_PREFIX}{key}", _xml(format_value(value))))
-    case.append(props)
-
-
-def criterion_properties(c: SweComparison, result: CriterionResult) -> dict[str, Any]:
-    """The facts recorded with one gate criterion (JUnit properties, CLI and pytest tier)."""
-    return {
-        "criterion": result.criterion.value,
-        "value": result.value,
-        "bound": result.bound,
-        "verdict": c.verdict.value,
-        "delta_pp": c.delta_pp,
-        "ci95_low_pp": c.ci95_pp[0],
-        "ci95_high_pp": c.ci95_pp[1],
-        "test": c.test,
-    }
-
-
-def _criteria_suite(c: SweComparison) -> TestSuite:
-    suite = TestSuite(CRITERIA_SUITE)
-    cases = []
-    for result in c.criteria:
-        case = TestCase(result.criterion.value, classname=CRITERIA_SUITE)
-        _props(case, **criterion_properties(c, result))
-        if result.status is CriterionStatus.FAIL:
-            case.result = [Failure(_xml(result.message))]
-        elif result.status is CriterionStatus.ERROR:
-            case.result = [Error(_xml(result.message))]
-        else:
-            case.system_out = _xml(result.message)
-        cases.append(case)
-    suite.add_testcases(cases)
+def _criteria_suite(c: SweComparison) -> JunitSuite:
+    cases = [JunitCase.of(r, classname=CRITERIA_SUITE) for r in c.criteria]
     u = c.universe
     facts = {
         "verdict": c.verdict.value,
@@ -217,29 +169,23 @@ def _criteria_suite(c: SweComparison) -> TestSuite:
         "instance_set.ids_sha256": u.ids_sha256,
         "instance_set.text": instance_set_text(u),
     }
-    for key, value in facts.items():
-        suite.add_property(f"{PROPERTY_PREFIX}{key}", _xml(format_value(value)))
-    return suite
+    return JunitSuite.of(
+        CRITERIA_SUITE, cases, {f"{PROPERTY_PREFIX}{k}": v for k, v in facts.items()}
+    )
 
 
-def _instance_suite(c: SweComparison) -> TestSuite:
-    suite = TestSuite(INSTANCE_SUITE)
-    cases = []
+def instance_results(c: SweComparison) -> list[Result]:
+    """One informational Result per instance: lost = FAIL, any infra outcome = ERROR.
+
+    ``value`` is the after arm's resolved share (mean over runs), ``threshold`` the before
+    arm's: an instance passes when it is not lost (``>=``).
+    """
+    out = []
     for i, iid in enumerate(c.universe.ids):
         repo = c.universe.repos[iid]
         before, after = float(c.before.instance_mean[i]), float(c.after.instance_mean[i])
         b_out = [r.outcomes[iid] for r in c.before.runs]
         a_out = [r.outcomes[iid] for r in c.after.runs]
-        case = TestCase(_xml(iid), classname=_xml(f"{INSTANCE_SUITE}.{repo.replace('/', '__')}"))
-        _props(
-            case,
-            repo=repo,
-            before=before,
-            after=after,
-            before_outcomes=",".join(o.outcome.value for o in b_out),
-            after_outcomes=",".join(o.outcome.value for o in a_out),
-            flip="gained" if after > before else "lost" if after < before else "none",
-        )
         infra = [
             f"{arm} run {run.label}: {o.outcome.value}" + (f" ({o.reason})" if o.reason else "")
             for arm, runs, outs in (
@@ -250,20 +196,44 @@ def _instance_suite(c: SweComparison) -> TestSuite:
             if o.outcome in INFRA_OUTCOMES
         ]
         if infra:
-            case.result = [Error(_xml("not a valid measurement: " + "; ".join(infra)))]
+            outcome, message = CheckOutcome.ERROR, "not a valid measurement: " + "; ".join(infra)
         elif after < before:
-            case.result = [Failure(f"lost: resolved {before:.2f} before, {after:.2f} after")]
-        cases.append(case)
-    suite.add_testcases(cases)
-    return suite
+            outcome, message = (
+                CheckOutcome.FAIL,
+                f"lost: resolved {before:.2f} before, {after:.2f} after",
+            )
+        else:
+            outcome, message = CheckOutcome.PASS, ""
+        out.append(
+            Result(
+                name=iid,
+                tier=Tier.SWE_GATE,
+                outcome=outcome,
+                value=after,
+                op=Op.GE,
+                threshold=before,
+                unit="resolved share",
+                message=message,
+                evidence={
+                    "repo": repo,
+                    "before_outcomes": ",".join(o.outcome.value for o in b_out),
+                    "after_outcomes": ",".join(o.outcome.value for o in a_out),
+                    "flip": "gained" if after > before else "lost" if after < before else "none",
+                },
+                informational="instance",
+            )
+        )
+    return out
 
 
 def build_swe_junit(comparison: SweComparison) -> JUnitXml:
     """Build the JUnit XML: gate criteria suite plus one testcase per instance."""
-    xml = JUnitXml("rlgate swe compare")
-    xml.add_testsuite(_criteria_suite(comparison))
-    xml.add_testsuite(_instance_suite(comparison))
-    return xml
+    instances = [
+        JunitCase.of(r, classname=f"{INSTANCE_SUITE}.{str(r.evidence['repo']).replace('/', '__')}")
+        for r in instance_results(comparison)
+    ]
+    suites = [_criteria_suite(comparison), JunitSuite.of(INSTANCE_SUITE, instances)]
+    return junit_root(suites, name="rlgate swe compare")
 
 
 def _pct(value: float) -> str:
@@ -292,8 +262,7 @@ def render_swe_summary(comparison: SweComparison) -> str:
             f"{max(arm.counts(Outcome.ERROR)):>7}{max(arm.counts(Outcome.INFRA)):>6}"
             f"{max(arm.counts(Outcome.MISSING)):>8}{_pct(worst):>8}"
         )
-    lines += ["", "  criteria:"]
-    lines += [f"    {r.status.value.upper():<6}{r.criterion.value}" for r in c.criteria]
+    lines += ["", "  criteria:", *render_table(c.criteria).splitlines()]
     lines += ["", f"  {'repository':<28}{'n':>5}{'before':>9}{'after':>9}{'d pp':>8}{'+/-':>9}"]
     for r in c.per_repo:
         lines.append(

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from rlgate.bench.gate import Verdict, compare_metric, environment, environment_key, load_baseline
+from rlgate.bench.gate import compare_metric, environment, environment_key, load_baseline
 from rlgate.bench.parsing import ParseRun
 from rlgate.bench.rollout import (
     TIER_REPEATS,
@@ -53,6 +53,7 @@ from rlgate.bench.rollout import (
     warm_up,
 )
 from rlgate.core.errors import MetricsError, RlgateError
+from rlgate.core.results import Outcome
 from rlgate.recipe.load import load_recipe, recipe_files, recipe_tiers
 from rlgate.serving.setup import serving_setup
 
@@ -343,17 +344,10 @@ def current_samples(gate_case: GateCase, request: pytest.FixtureRequest) -> tupl
 def test_rollout_metric_within_baseline(
     gate_case: GateCase, current_samples: tuple[float, ...], gate_record: Any
 ) -> None:
-    verdict = compare_metric(gate_case.metric, current_samples, gate_case.baseline)
-    gate_record(
-        recipe=gate_case.recipe_path.stem,
-        metric=gate_case.metric,
-        value=verdict.current,
-        baseline=verdict.baseline,
-        bound=verdict.baseline + verdict.tolerance,
-        verdict=verdict.verdict.value,
-    )
-    if verdict.verdict is Verdict.FAIL:
-        pytest.fail(f"{gate_case.recipe_path.stem}: {verdict.describe()}", pytrace=False)
+    result = compare_metric(gate_case.metric, current_samples, gate_case.baseline).result()
+    gate_record(result, recipe=gate_case.recipe_path.stem)
+    if result.outcome is Outcome.FAIL:
+        pytest.fail(f"{gate_case.recipe_path.stem}: {result.message}", pytrace=False)
 
 
 # --- the CLI, end to end -----------------------------------------------------------------------

@@ -20,7 +20,6 @@ from rlgate.bench.gate import (
     Baseline,
     BaselineEntry,
     Tolerance,
-    Verdict,
     compare_metric,
     compare_metrics,
     environment,
@@ -31,6 +30,7 @@ from rlgate.bench.gate import (
     write_baseline,
 )
 from rlgate.core.errors import MetricsError, RlgateError
+from rlgate.core.results import Op, Outcome, Tier
 
 # Measured: qwen3_coder streaming parse time (s) of 233/596/1003-token outputs, thinking recipe.
 PARSER_TOKENS = (233, 596, 1003)
@@ -101,7 +101,7 @@ class TestTolerance:
 class TestCompareMetric:
     def test_compare_metric_passes_a_rerun_in_another_process(self):
         verdict = compare_metric("prompt.full_us_per_token", FULL_US_RERUN, FULL_US_QUIET)
-        assert verdict.verdict is Verdict.PASS
+        assert verdict.outcome is Outcome.PASS
         assert verdict.current == 1.5397 and verdict.baseline == 1.6039
 
     def test_compare_metric_exponent_tolerance_is_four_times_the_measured_noise(self):
@@ -123,8 +123,17 @@ class TestCompareMetric:
     def test_compare_metric_fails_a_doubled_cost_with_the_numbers(self):
         doubled = [2 * v for v in FULL_US_QUIET]
         verdict = compare_metric("prompt.full_us_per_token", doubled, FULL_US_QUIET)
-        assert verdict.verdict is Verdict.FAIL
+        assert verdict.outcome is Outcome.FAIL and not verdict.improved
         text = verdict.describe()
+        result = verdict.result()
+        assert (result.tier, result.outcome, result.op, result.metric) == (
+            Tier.PERF,
+            Outcome.FAIL,
+            Op.LE,
+            "prompt.full_us_per_token",
+        )
+        assert result.value == verdict.current and result.threshold == verdict.bound
+        assert result.message == text
         assert (
             "3.208 vs baseline 1.604 (x2.00, allowed x1.25; noise 3.8%" in text
             and "-> FAIL" in text
@@ -133,7 +142,10 @@ class TestCompareMetric:
     def test_compare_metric_reports_an_improvement_without_failing(self):
         halved = [v / 2 for v in FULL_US_QUIET]
         verdict = compare_metric("prompt.full_us_per_token", halved, FULL_US_QUIET)
-        assert verdict.verdict is Verdict.IMPROVED
+        assert verdict.outcome is Outcome.PASS and verdict.improved
+        result = verdict.result()
+        assert result.outcome is Outcome.PASS and result.evidence["improved"] is True
+        assert result.message.endswith("-> IMPROVED")
 
     def test_compare_metric_noise_is_the_noisier_side(self):
         """A noisier current run (a loaded CI machine) widens the tolerance; so does a noisy
@@ -147,23 +159,23 @@ class TestCompareMetric:
         flat = (1.20, 1.20, 1.20)
         verdict = compare_metric("prompt.full_exponent", (1.25, 1.26, 1.24), flat)
         assert verdict.tolerance == EXPONENT_TOLERANCE.floor
-        assert verdict.verdict is Verdict.PASS
-        assert compare_metric("prompt.full_exponent", (1.5,), flat).verdict is Verdict.FAIL
+        assert verdict.outcome is Outcome.PASS
+        assert compare_metric("prompt.full_exponent", (1.5,), flat).outcome is Outcome.FAIL
 
     def test_compare_metric_a_quadratic_parser_fails_the_exponent_gate(self):
         linear = [1.0, 1.02, 0.98]
         verdict = compare_metric("parser.streaming_exponent", [2.0, 1.97], linear)
-        assert verdict.verdict is Verdict.FAIL
+        assert verdict.outcome is Outcome.FAIL
 
     def test_compare_metric_cost_floor_tolerates_a_quarter(self):
         base = (10.0, 10.0, 10.0)
-        assert compare_metric("parser.x_us", [12.4], base).verdict is Verdict.PASS
-        assert compare_metric("parser.x_us", [12.6], base).verdict is Verdict.FAIL
+        assert compare_metric("parser.x_us", [12.4], base).outcome is Outcome.PASS
+        assert compare_metric("parser.x_us", [12.6], base).outcome is Outcome.FAIL
 
     def test_compare_metric_custom_tolerance(self):
         tight = Tolerance(sigmas=0.0, floor=0.01, relative=False)
         verdict = compare_metric("x_exponent", [1.05], [1.0], tight)
-        assert verdict.verdict is Verdict.FAIL
+        assert verdict.outcome is Outcome.FAIL
 
     @pytest.mark.parametrize(
         ("current", "baseline", "match"),

@@ -74,7 +74,8 @@ class TestRender:
     def test_render_verdicts_lists_failures_first(self):
         ok = compare_metric("a_exponent", [1.0], [1.0])
         bad = compare_metric("b_exponent", [2.0], [1.0])
-        assert render_verdicts([ok, bad]).splitlines()[0].startswith("b_exponent")
+        first = render_verdicts([ok.result(), bad.result()]).splitlines()[0]
+        assert first.split()[:2] == ["FAIL", "b_exponent"] and "-> FAIL" in first
 
 
 class TestPlotBench:

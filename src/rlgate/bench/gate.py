@@ -18,7 +18,10 @@ Pure logic over measured numbers (no timing here; :mod:`rlgate.bench.rollout` me
   configuration; comparing across keys or configurations is refused, never guessed.
 
 Invariants: a missing metric or an unusable baseline is an error (``MetricsError``),
-never a pass; improvements pass and are reported as such.
+never a pass; improvements pass and are reported as such. A :class:`MetricComparison` is
+the computation (its numbers); what leaves the gate is its
+:class:`~rlgate.core.results.Result` (:meth:`MetricComparison.result`, tier ``perf``: PASS,
+an improvement being a PASS that says so, or FAIL).
 """
 
 from __future__ import annotations
@@ -30,12 +33,12 @@ import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from rlgate.core.errors import MetricsError
 from rlgate.core.io import write_json_atomic
+from rlgate.core.results import Op, Outcome, Result, Tier
 from rlgate.core.versions import tested_versions
 
 __all__ = [
@@ -43,9 +46,8 @@ __all__ = [
     "Baseline",
     "BaselineEntry",
     "Fit",
-    "MetricVerdict",
+    "MetricComparison",
     "Tolerance",
-    "Verdict",
     "compare_metric",
     "compare_metrics",
     "cpu_model",
@@ -90,14 +92,6 @@ def fit_exponent(x: Sequence[float], y: Sequence[float]) -> Fit:
     return Fit(float(res.slope), stderr, float(res.rvalue) ** 2)
 
 
-class Verdict(Enum):
-    """Outcome of one gated metric."""
-
-    PASS = "pass"
-    IMPROVED = "improved"  # below the baseline by more than the tolerance
-    FAIL = "fail"
-
-
 @dataclass(frozen=True, slots=True)
 class Tolerance:
     """How far above the baseline a metric may go: ``max(sigmas * noise, floor)``.
@@ -130,11 +124,12 @@ def _spread(samples: Sequence[float]) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class MetricVerdict:
-    """One metric against its baseline, with the numbers behind the verdict.
+class MetricComparison:
+    """One metric against its baseline: the numbers behind its outcome.
 
     ``noise`` and ``tolerance`` are in the compared scale (log of the value for relative
-    metrics); ``bound`` is the largest passing value in the metric's own unit.
+    metrics); ``bound`` is the largest passing value in the metric's own unit. ``outcome``
+    is PASS or FAIL; ``improved`` marks a PASS below the baseline by more than the tolerance.
     """
 
     metric: str
@@ -144,9 +139,38 @@ class MetricVerdict:
     noise: float
     tolerance: float
     relative: bool
-    verdict: Verdict
+    outcome: Outcome
+    improved: bool = False
     samples: tuple[float, ...] = field(default=())
     baseline_samples: tuple[float, ...] = field(default=())
+
+    @property
+    def verdict(self) -> str:
+        """``pass``, ``improved`` or ``fail`` (the words of ``bench rollout --json``'s gate)."""
+        return "improved" if self.improved else self.outcome.value
+
+    def result(self, name: str | None = None) -> Result:
+        """The Result (value: the current median; threshold: the largest passing value)."""
+        return Result(
+            name=name or self.metric,
+            tier=Tier.PERF,
+            outcome=self.outcome,
+            value=self.current,
+            op=Op.LE,
+            threshold=self.bound,
+            bound=f"<= {self.bound:.4g}",
+            message=self.describe(),
+            metric=self.metric,
+            evidence={
+                "baseline": self.baseline,
+                "noise": self.noise,
+                "tolerance": self.tolerance,
+                "relative": self.relative,
+                "improved": self.improved,
+                "samples": list(self.samples),
+                "baseline_samples": list(self.baseline_samples),
+            },
+        )
 
     def describe(self) -> str:
         """One line: the values, the change against what the noise allows, the verdict."""
@@ -159,7 +183,7 @@ class MetricVerdict:
             noise = f"noise {self.noise:.3f}"
         return (
             f"{self.metric}: {self.current:.4g} vs baseline {self.baseline:.4g} ({change}; "
-            f"{noise}, {n}) -> {self.verdict.value.upper()}"
+            f"{noise}, {n}) -> {self.verdict.upper()}"
         )
 
 
@@ -177,7 +201,7 @@ def compare_metric(
     current: Sequence[float],
     baseline: Sequence[float],
     tolerance: Tolerance | None = None,
-) -> MetricVerdict:
+) -> MetricComparison:
     """Compare a lower-is-better metric's samples with its baseline's samples.
 
     The change of the medians fails when it exceeds ``max(sigmas * noise, floor)``, noise
@@ -200,10 +224,9 @@ def compare_metric(
     noise = max(_spread(cur_t), _spread(base_t))
     tol = max(policy.sigmas * noise, floor)
     delta = statistics.median(cur_t) - statistics.median(base_t)
-    verdict = Verdict.FAIL if delta > tol else Verdict.IMPROVED if delta < -tol else Verdict.PASS
     med_base = statistics.median(base)
     bound = med_base * math.exp(tol) if policy.relative else med_base + tol
-    return MetricVerdict(
+    return MetricComparison(
         metric,
         statistics.median(cur),
         med_base,
@@ -211,15 +234,16 @@ def compare_metric(
         noise,
         tol,
         policy.relative,
-        verdict,
-        cur,
-        base,
+        Outcome.FAIL if delta > tol else Outcome.PASS,
+        improved=delta < -tol,
+        samples=cur,
+        baseline_samples=base,
     )
 
 
 def compare_metrics(
     current: Mapping[str, Sequence[float]], baseline: Mapping[str, Sequence[float]]
-) -> list[MetricVerdict]:
+) -> list[MetricComparison]:
     """Compare every baseline metric; one the current run lacks is an error.
 
     Raises:

@@ -3,7 +3,8 @@
 Three separate steps, as everywhere in rlgate: :func:`bench_summary` computes the JSON
 form (per-turn curves as medians over repeats, totals, ratio, exponents, parser costs,
 the cluster estimate and the raw metric samples, so the file is a valid baseline for
-``--baseline``); :func:`render_bench` and :func:`render_verdicts` format text;
+``--baseline``); :func:`render_bench` formats text and :func:`render_verdicts` the gate's
+Results (core's table);
 :func:`plot_bench` draws the curves with matplotlib. Nothing here measures or prints.
 """
 
@@ -15,9 +16,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlgate.bench.gate import MetricVerdict, Verdict, environment, fit_exponent
+from rlgate.bench.gate import MetricComparison, environment, fit_exponent
 from rlgate.bench.rollout import FULL_PASSES_PER_CALL, RolloutBench, bench_metrics, growth_exponent
 from rlgate.core.io import write_bytes_atomic
+from rlgate.core.results import Outcome, Result, render_table
 
 __all__ = [
     "bench_summary",
@@ -194,26 +196,30 @@ def render_bench(summary: dict[str, Any], *, rows: int = 10) -> str:
     return "\n".join(lines)
 
 
-def verdict_rows(verdicts: Sequence[MetricVerdict]) -> list[dict[str, Any]]:
-    """JSON rows of gate verdicts: value, baseline, largest passing value, verdict."""
+def verdict_rows(comparisons: Sequence[MetricComparison]) -> list[dict[str, Any]]:
+    """JSON rows of the gate: value, baseline, largest passing value, verdict, and Result.
+
+    The rows keep ``bench rollout --json``'s keys (``metric, current, baseline, bound,
+    noise, relative, verdict``) and add each metric's Result as ``result``.
+    """
     return [
         {
-            "metric": v.metric,
-            "current": v.current,
-            "baseline": v.baseline,
-            "bound": v.bound,
-            "noise": v.noise,
-            "relative": v.relative,
-            "verdict": v.verdict.value,
+            "metric": c.metric,
+            "current": c.current,
+            "baseline": c.baseline,
+            "bound": c.bound,
+            "noise": c.noise,
+            "relative": c.relative,
+            "verdict": c.verdict,
+            "result": c.result().to_json(),
         }
-        for v in verdicts
+        for c in comparisons
     ]
 
 
-def render_verdicts(verdicts: Sequence[MetricVerdict]) -> str:
-    """One line per gated metric, failures first."""
-    order = {Verdict.FAIL: 0, Verdict.IMPROVED: 1, Verdict.PASS: 2}
-    return "\n".join(v.describe() for v in sorted(verdicts, key=lambda v: order[v.verdict]))
+def render_verdicts(results: Sequence[Result]) -> str:
+    """The gate's Results as core's table, failures first."""
+    return render_table(sorted(results, key=lambda r: r.outcome is not Outcome.FAIL))
 
 
 def plot_bench(

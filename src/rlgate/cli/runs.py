@@ -341,7 +341,7 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
 def _cmd_bench_rollout(args: argparse.Namespace) -> int:
     import logging
 
-    from rlgate.bench.gate import Verdict, compare_metrics, environment, load_baseline
+    from rlgate.bench.gate import compare_metrics, environment, load_baseline
     from rlgate.bench.report import (
         bench_summary,
         plot_bench,
@@ -357,6 +357,7 @@ def _cmd_bench_rollout(args: argparse.Namespace) -> int:
     )
     from rlgate.core.errors import MetricsError
     from rlgate.core.io import write_json_atomic
+    from rlgate.core.results import Outcome
     from rlgate.recipe.load import load_recipe
     from rlgate.serving.setup import serving_setup
 
@@ -379,15 +380,16 @@ def _cmd_bench_rollout(args: argparse.Namespace) -> int:
     logging.getLogger("vllm").setLevel(logging.CRITICAL)  # per-parse tracebacks, not results
     inputs = prepare_bench(serving_setup(recipe, args.tokenizers), config)
     summary = bench_summary(run_rollout_bench(inputs, args.repeats))
-    verdicts = compare_metrics(summary["metrics"], entry.metrics) if entry else []
-    if verdicts:
-        summary["gate"] = verdict_rows(verdicts)
+    comparisons = compare_metrics(summary["metrics"], entry.metrics) if entry else []
+    results = [c.result() for c in comparisons]
+    if comparisons:
+        summary["gate"] = verdict_rows(comparisons)
     print(render_bench(summary))
-    if verdicts:
-        print(render_verdicts(verdicts))
+    if results:
+        print(render_verdicts(results), end="")
     if args.json_out:
         write_json_atomic(args.json_out, summary, inputs=given)
     if args.plot_out:
         plot_bench(summary, args.plot_out, inputs=given)
-    failed = any(v.verdict is Verdict.FAIL for v in verdicts)
+    failed = any(r.outcome is Outcome.FAIL for r in results)
     return ExitCode.FAIL if failed else ExitCode.OK

@@ -11,8 +11,10 @@ from demo_build import FUNCTIONAL_SUBSET, demo_with_functional, demo_without_fun
 from demo_build import tokenizer_root as demo_tokenizers
 
 from rlgate.core.errors import RlgateError
+from rlgate.core.results import Tier
 from rlgate.demo.build import BUNDLED_INSTANCES, DEMO_RECIPE, INPUTS, run_demo, write_demo_swe
-from rlgate.report.build import BlockerKind, CaseStatus, ReleaseTier, Verdict, prepare_out_dir
+from rlgate.report.build import BlockerKind, Verdict, prepare_out_dir
+from rlgate.swe.compare import Verdict as SweVerdict
 from rlgate.swe.records import load_universe
 
 
@@ -22,11 +24,11 @@ class TestDemoWithoutTokenizers:
         report = result.report
         assert report.verdict is Verdict.INCOMPLETE
         (blocker,) = report.blockers
-        assert (blocker.kind, blocker.tier) == (BlockerKind.NOT_RUN, ReleaseTier.FUNCTIONAL)
+        assert (blocker.kind, blocker.tier) == (BlockerKind.NOT_RUN, Tier.FUNCTIONAL)
         assert "pass --tokenizers DIR or set RLGATE_TOKENIZERS" in result.functional
         assert result.functional in report.notes
         ran = {t.tier for t in report.tiers if t.ran}
-        assert ran == {ReleaseTier.CONVERGENCE, ReleaseTier.PERF, ReleaseTier.SWE_GATE}
+        assert ran == {Tier.CONVERGENCE, Tier.PERF, Tier.SWE_GATE}
 
     def test_demo_labels_title_sentence_plots_and_pages_demo(self):
         result = demo_without_functional()
@@ -43,7 +45,7 @@ class TestDemoWithoutTokenizers:
         report = demo_without_functional().report
         (_, run), swe = report.runs[0], report.swe
         assert run.recipe == DEMO_RECIPE and run.passed and len(run.checks) >= 30
-        assert swe is not None and swe[1].verdict == "improved"
+        assert swe is not None and swe[1].verdict is SweVerdict.IMPROVED
         assert swe[1].dataset.n_instances == 500 and report.swe_evidence.full_verified
         assert report.recipe is not None and report.recipe.model == "Qwen/Qwen3.5-35B-A3B"
         assert report.time is not None and report.time.steps == 50
@@ -78,17 +80,15 @@ class TestDemoWithFunctionalTier:
         result = demo_with_functional(demo_tokenizers(request.config))
         report = result.report
         assert result.functional.startswith("functional tier ran for real: pytest exit 0")
-        functional = next(t for t in report.tiers if t.tier is ReleaseTier.FUNCTIONAL)
-        assert functional.ran and functional.count(CaseStatus.PASSED) >= 5
+        functional = next(t for t in report.tiers if t.tier is Tier.FUNCTIONAL)
+        assert functional.ran and functional.counts()["passed"] >= 5
         assert all(c.source.endswith(f"{INPUTS}/functional.xml") for c in functional.cases)
         assert report.verdict is Verdict.GO, report.blockers
         assert "with key training health metrics verified" in report.story
 
     def test_demo_functional_subset_is_what_the_test_asked_for(self, request):
         report = demo_with_functional(demo_tokenizers(request.config)).report
-        names = {
-            c.name.split("[")[0] for c in report.junit.cases if c.tier is ReleaseTier.FUNCTIONAL
-        }
+        names = {c.name.split("[")[0] for c in report.junit.cases if c.tier is Tier.FUNCTIONAL}
         assert names == {FUNCTIONAL_SUBSET[1]}
 
 

@@ -18,11 +18,10 @@ from junitparser import JUnitXml
 
 from rlgate.cli.app import main
 from rlgate.core.errors import RlgateError
+from rlgate.core.results import Outcome, Tier
 from rlgate.report.build import (
     OUT_MARKER,
     BlockerKind,
-    CaseStatus,
-    ReleaseTier,
     Verdict,
     build_report,
     prepare_out_dir,
@@ -45,21 +44,23 @@ def built(swe_kind="improved", fault=Fault.HEALTHY, *, demo=False, plots=False):
     return build_report(**ri.full_set(swe_kind, fault), demo=demo, draw_plots=plots)
 
 
-def _cases(report, status=None):
-    return [c for c in report.junit.cases if status is None or c.status is status]
+def _cases(report, shown=None):
+    return [c for c in report.junit.cases if shown is None or c.shown is shown]
 
 
 class TestLoadJunit:
     def test_load_junit_reads_every_pytest_outcome(self):
         report = build_report([ri.functional_mixed()])
         by_name = {c.name: c for c in report.junit.cases}
-        assert {n: c.status for n, c in by_name.items()} == {
-            "test_passes": CaseStatus.PASSED,
-            "test_fails": CaseStatus.FAILED,
-            "test_errors": CaseStatus.ERROR,
-            "test_skipped": CaseStatus.SKIPPED,
-            "test_known_limitation": CaseStatus.XFAILED,
+        assert {n: (c.shown, c.junit.xfail) for n, c in by_name.items()} == {
+            "test_passes": (Outcome.PASS, False),
+            "test_fails": (Outcome.FAIL, False),
+            "test_errors": (Outcome.ERROR, False),
+            "test_skipped": (Outcome.SKIP, False),
+            "test_known_limitation": (Outcome.SKIP, True),
         }
+        assert not any(c.junit.recorded for c in by_name.values())  # plain pytest tests
+        assert {c.result.outcome for c in by_name.values()} == set(Outcome)
         assert "tool call left unparsed" in by_name["test_fails"].message
         assert "tokenizer folder missing" in by_name["test_errors"].message
         assert by_name["test_known_limitation"].message.startswith("hermes keeps the newline")
@@ -67,11 +68,9 @@ class TestLoadJunit:
     @pytest.mark.parametrize(
         ("source", "tiers"),
         [
-            pytest.param("functional", {ReleaseTier.FUNCTIONAL}, id="pytest_tests_functional"),
-            pytest.param(
-                "check_run", {ReleaseTier.CONVERGENCE, ReleaseTier.PERF}, id="check_run_junit"
-            ),
-            pytest.param("swe", {ReleaseTier.SWE_GATE}, id="swe_compare_junit"),
+            pytest.param("functional", {Tier.FUNCTIONAL}, id="pytest_tests_functional"),
+            pytest.param("check_run", {Tier.CONVERGENCE, Tier.PERF}, id="check_run_junit"),
+            pytest.param("swe", {Tier.SWE_GATE}, id="swe_compare_junit"),
         ],
     )
     def test_load_junit_classifies_tiers_by_classname(self, source, tiers):
@@ -87,7 +86,7 @@ class TestLoadJunit:
         report = build_report([ri.swe("improved")[1]])
         info = [c for c in report.junit.cases if c.informational]
         assert len(info) == 500
-        assert any(c.status is CaseStatus.FAILED for c in info), "lost instances are failures"
+        assert any(c.shown is Outcome.FAIL for c in info), "lost instances are failures"
         assert report.verdict is not Verdict.NO_GO or any(
             b.kind is not BlockerKind.FAILED for b in report.blockers
         )
@@ -125,8 +124,8 @@ class TestMergedJunit:
         merged = JUnitXml.fromstring(report.junit.merged_xml.encode())
         total = sum(sum(s.tests for s in _suites(JUnitXml.fromfile(str(p)))) for p in inputs)
         assert merged.tests == total == len(report.junit.cases)
-        assert merged.failures == len(_cases(report, CaseStatus.FAILED))  # instances included
-        assert merged.errors == len(_cases(report, CaseStatus.ERROR))
+        assert merged.failures == len(_cases(report, Outcome.FAIL))  # instances included
+        assert merged.errors == len(_cases(report, Outcome.ERROR))
 
     def test_merged_junit_validates_against_pytest_junit_xsd(self):
         try:
@@ -168,23 +167,21 @@ class TestVerdictRule:
         (blocker,) = report.blockers
         assert (blocker.kind, blocker.tier, blocker.anchor) == (
             BlockerKind.NOT_RUN,
-            ReleaseTier.FUNCTIONAL,
+            Tier.FUNCTIONAL,
             "tier-functional",
         )
 
     def test_a_tier_whose_testcases_were_all_skipped_did_not_run(self):
         report = build_report([ri.functional_passing(), ri.convergence_skipped()])
-        assert next(t for t in report.tiers if t.tier is ReleaseTier.CONVERGENCE).cases
-        blocker = next(b for b in report.blockers if b.tier is ReleaseTier.CONVERGENCE)
+        assert next(t for t in report.tiers if t.tier is Tier.CONVERGENCE).cases
+        blocker = next(b for b in report.blockers if b.tier is Tier.CONVERGENCE)
         assert blocker.kind is BlockerKind.NOT_RUN
         assert "needs --run-dir and --recipe" in blocker.detail
 
     def test_a_failing_gate_is_no_go_and_links_its_testcase(self):
         report = built(fault=Fault.STEP_TIME_UP)
         assert report.verdict is Verdict.NO_GO
-        failing = {
-            c.anchor: c.name for c in _cases(report, CaseStatus.FAILED) if not c.informational
-        }
+        failing = {c.anchor: c.name for c in _cases(report, Outcome.FAIL) if not c.informational}
         linked = {b.anchor: b.title for b in report.blockers}
         assert set(failing) == set(linked)
         assert "perf:timing/train/total_step_time" in failing.values()

@@ -23,7 +23,8 @@ import report_inputs as ri
 from junitparser import JUnitXml, Properties, Property, TestCase, TestSuite
 
 from rlgate.cli.app import main
-from rlgate.report.build import BlockerKind, ReleaseTier, Verdict, build_report
+from rlgate.core.results import Tier
+from rlgate.report.build import BlockerKind, Verdict, build_report
 from rlgate.swe.records import InstanceSet
 
 
@@ -150,7 +151,7 @@ class TestSweVerdictIsRecomputed:
         for report in (_report(full["swe"], kind=kind), _report(None, kind=kind)):
             evidence = report.swe_evidence
             assert evidence is not None and evidence.contradictions == ()
-            assert evidence.stated == kind and evidence.instance_set is InstanceSet.VERIFIED
+            assert evidence.stated.value == kind and evidence.instance_set is InstanceSet.VERIFIED
             assert evidence.n == 500
 
     def test_a_json_without_margin_accepts_either_verdict_the_margin_decides(self, tmp_path):
@@ -268,13 +269,13 @@ class TestTierRunsOnlyOnGateChecks:
         report = self._nightly(ri.perf_benchmarks_only())
         assert report.verdict is Verdict.INCOMPLETE
         (blocker,) = report.blockers
-        assert (blocker.kind, blocker.tier) == (BlockerKind.NOT_RUN, ReleaseTier.PERF)
+        assert (blocker.kind, blocker.tier) == (BlockerKind.NOT_RUN, Tier.PERF)
         assert "no gate check was evaluated" in blocker.detail
         assert "3 testcase(s) skipped: perf:" in blocker.detail  # the check-run perf checks
         assert "needs --baseline" in blocker.detail
         assert "2 informational testcase(s) (benchmark) never count" in blocker.detail
         assert "1 testcase(s) ran but record no rlgate.verdict" in blocker.detail
-        perf = next(t for t in report.tiers if t.tier is ReleaseTier.PERF)
+        perf = next(t for t in report.tiers if t.tier is Tier.PERF)
         assert not perf.ran
         md = _written(tmp_path, report)["markdown"].read_text()
         assert (
@@ -293,16 +294,13 @@ class TestTierRunsOnlyOnGateChecks:
         )
         report = self._nightly(ri.perf_benchmarks_only(), path)
         assert report.verdict is Verdict.GO, report.blockers
-        assert next(t for t in report.tiers if t.tier is ReleaseTier.PERF).ran
+        assert next(t for t in report.tiers if t.tier is Tier.PERF).ran
 
     def test_the_plugin_marks_benchmarks_informational_in_junit(self):
         suite = next(iter(JUnitXml.fromfile(str(ri.perf_benchmarks_only()))))
         props = {}
         for case in suite:
-            found = case._elem.find("properties")
-            props[case.name] = {
-                p.get("name"): p.get("value") for p in (found if found is not None else [])
-            }
+            props[case.name] = {p.name: p.value for g in case.iterchildren(Properties) for p in g}
         assert props["test_prompt_preparation"]["rlgate.informational"] == "benchmark"
         assert props["test_parsing"]["rlgate.informational"] == "benchmark"  # the fixture
         assert "rlgate.informational" not in props["test_trajectory_fills_the_recipe_context"]
@@ -316,7 +314,7 @@ class TestTierRunsOnlyOnGateChecks:
             draw_plots=False,
         )
         assert report.verdict is Verdict.GO
-        perf = next(t for t in report.tiers if t.tier is ReleaseTier.PERF)
+        perf = next(t for t in report.tiers if t.tier is Tier.PERF)
         assert perf.ran and sum(bool(c.informational) for c in perf.cases) == 2
 
     def test_a_check_that_passed_with_a_failing_verdict_is_no_go(self, tmp_path):

@@ -227,9 +227,11 @@ JUNIT_CASES = [
     ("testcase_outside_a_suite", lambda p: p.write_text(
         '<testsuites><testcase classname="tests.functional.x" name="t"/></testsuites>'),
      "outside a <testsuite>"),
-    ("delta_not_a_number", lambda p: p.write_text(
-        _junit_text().replace('name="rlgate.delta_pp" value="', 'name="rlgate.delta_pp" value="x')),
-     "is not a finite number"),
+    ("delta_not_a_number", lambda p: p.write_text(_junit_text().replace(
+        "&quot;delta_pp&quot;: ", "&quot;delta_pp&quot;: &quot;x&quot;, &quot;was&quot;: ")),
+     "significance evidence delta_pp = 'x' is not a finite number"),
+    ("value_not_a_number", lambda p: p.write_text(_junit_text("run").replace(
+        'name="rlgate.value" value="', 'name="rlgate.value" value="x', 1)), "is not a number"),
     ("huge", _sparse(MAX_JUNIT_BYTES), "rlgate reads at most 256 MiB"),
     ("fifo", _fifo, "is not a regular file"),
     ("directory", lambda p: p.mkdir(), "is a directory"),
@@ -278,6 +280,11 @@ RUN_CASES = [
     ("passed_as_string", lambda p: p.write_text(
         json.dumps({**json.loads(_run_text()), "passed": "yes"})),
      "passed: Input should be a valid boolean"),
+    ("check_value_not_a_number", lambda p: p.write_text(_run_text().replace(
+        '"value": ', '"value": "1e3 steps", "was": ', 1)), "checks.0.value: Value error"),
+    ("check_tier_unknown", lambda p: p.write_text(
+        _run_text().replace('"tier": "convergence"', '"tier": "nightly"', 1)),
+     "checks.0.tier: Input should be"),
 ]  # fmt: skip
 
 

@@ -102,9 +102,9 @@ def _hostile_run_json(root):
     doc["recipe"] = _t(0)
     doc["run"] = "/nowhere/" + _t(1)
     doc["warnings"] = [_t(2)]
-    for i, check in enumerate(doc["checks"]):
-        check.update(name=_t(i), message=_t(i + 3), bound=_h(i + 4), value=_t(i + 5))
-    doc["skipped"] = [{"name": _t(6), "tier": _t(7), "reason": _t(8)}]
+    for i, check in enumerate(doc["checks"]):  # value and tier are typed: refused if hostile
+        check.update(name=_t(i), message=_t(i + 3), bound=_h(i + 4), unit=_t(i + 5))
+    doc["skipped"] = [{"name": _t(6), "tier": "perf", "reason": _t(8)}]
     path = root / "run.json"
     path.write_text(json.dumps(doc))
     return path

@@ -21,7 +21,7 @@ from rollout_measured import (
     parse_run,
 )
 
-from rlgate.bench.gate import Verdict, compare_metrics
+from rlgate.bench.gate import compare_metrics
 from rlgate.bench.rollout import (
     TIER_PARSER_LENGTHS,
     BenchConfig,
@@ -34,6 +34,7 @@ from rlgate.bench.rollout import (
     tokenizer_unavailable,
 )
 from rlgate.core.errors import RecipeError, RlgateError
+from rlgate.core.results import Outcome
 from rlgate.recipe.load import load_recipe
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,9 +119,9 @@ class TestBenchMetrics:
         slow = measured_bench(passes=3)
         slow = type(slow)(**{**_fields(slow), "parse_runs": (parse_run(2.0),) * 3})
         same = compare_metrics(bench_metrics(measured_bench(passes=3)), baseline)
-        assert {v.verdict for v in same} == {Verdict.PASS}
+        assert {v.outcome for v in same} == {Outcome.PASS}
         failed = {v.metric for v in compare_metrics(bench_metrics(slow), baseline)
-                  if v.verdict is Verdict.FAIL}  # fmt: skip
+                  if v.outcome is Outcome.FAIL}  # fmt: skip
         assert failed == {
             f"parser.{kind}_us_per_token@{n}"
             for kind in ("streaming", "one_shot")

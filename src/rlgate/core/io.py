@@ -148,6 +148,26 @@ def _expanded_size(root: yaml.Node, budget: int) -> int:
     return sizes[id(root)]
 
 
+def require_regular_file(path: Path, what: str, limit: int) -> None:
+    """Refuse what is not a regular file of at most ``limit`` bytes (exit 2, naming it).
+
+    A directory, a missing path, a FIFO or device (which would block or never end) and a
+    file over ``limit`` are each one clear error.
+    """
+    if not path.is_file():
+        kind = "is a directory" if path.is_dir() else "not found"
+        if path.exists() and not path.is_dir():
+            kind = "is not a regular file"
+        raise RlgateError(f"{what} {kind}: {path}")
+    size = path.stat().st_size
+    if size > limit:
+        raise RlgateError(
+            f"{what} {path} is {size / 2**20:.0f} MiB; rlgate reads at most "
+            f"{limit // 2**20} MiB of it",
+            hint="is this the right file? a tier's JUnit or an rlgate JSON is a few MB",
+        )
+
+
 def read_text(
     path: str | os.PathLike[str],
     *,

@@ -47,6 +47,7 @@ from junitparser import (
 from pydantic import ValidationError
 
 from rlgate.core.errors import RlgateError
+from rlgate.core.io import require_regular_file
 from rlgate.core.results import Outcome, Result, Tier
 from rlgate.core.text import escape_controls, unescape_controls
 
@@ -329,22 +330,6 @@ def write_junit(
 # --- reading ----------------------------------------------------------------------------------
 
 
-def _regular_file(path: Path, limit: int) -> None:
-    """Refuse what is not a regular file of at most ``limit`` bytes (exit 2, naming it)."""
-    if not path.is_file():
-        kind = "is a directory" if path.is_dir() else "not found"
-        if path.exists() and not path.is_dir():
-            kind = "is not a regular file"
-        raise RlgateError(f"JUnit file {kind}: {path}")
-    size = path.stat().st_size
-    if size > limit:
-        raise RlgateError(
-            f"JUnit file {path} is {size / 2**20:.0f} MiB; rlgate reads at most "
-            f"{limit // 2**20} MiB of it",
-            hint="is this the right file? a tier's JUnit is a few MB",
-        )
-
-
 def _parse_root(path: Path, max_depth: int) -> ET.Element:
     depth = 0
     try:
@@ -506,7 +491,7 @@ def read_junit(
     an :class:`~rlgate.core.errors.RlgateError` naming the file (and the testcase).
     """
     file = Path(path)
-    _regular_file(file, max_bytes)
+    require_regular_file(file, "JUnit file", max_bytes)
     root = _parse_root(file, max_depth)
     elems = list(root.iter("testsuite"))
     attributed = sum(len(e.findall("testcase")) for e in elems)

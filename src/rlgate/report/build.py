@@ -26,13 +26,12 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from rlgate.checks.plan import RunDocument
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import write_bytes_atomic, write_json_atomic, write_text_atomic
+from rlgate.core.results import Outcome, Tier
 from rlgate.report.inputs import (
-    CaseStatus,
-    GateCase,
-    ReleaseTier,
-    RunDoc,
+    Case,
     load_junit,
     load_run_doc,
     load_swe_doc,
@@ -65,11 +64,11 @@ __all__ = [
     "PLOTS_DIR",
     "Blocker",
     "BlockerKind",
-    "CaseStatus",
-    "GateCase",
+    "Case",
+    "Outcome",
     "ReleaseReport",
-    "ReleaseTier",
     "SweEvidence",
+    "Tier",
     "TierSummary",
     "Verdict",
     "build_report",
@@ -87,18 +86,20 @@ OUT_MARKER = ".rlgate-report"
 # --- building -------------------------------------------------------------------------------
 
 
-def _tier(tiers: Sequence[TierSummary], which: ReleaseTier) -> TierSummary:
+def _tier(tiers: Sequence[TierSummary], which: Tier) -> TierSummary:
     return next(t for t in tiers if t.tier is which)
 
 
-def _failing(blockers: Sequence[Blocker], tier: ReleaseTier) -> tuple[str, ...]:
+def _failing(blockers: Sequence[Blocker], tier: Tier) -> tuple[str, ...]:
     """Names of the NO-GO blockers of ``tier`` (without the ``tier: `` prefix)."""
     return tuple(
         b.title.split(": ", 1)[-1] for b in blockers if b.tier is tier and b.forces is Verdict.NO_GO
     )
 
 
-def _load_runs(paths: Sequence[str | os.PathLike[str]]) -> tuple[tuple[Path, RunDoc], ...]:
+def _load_runs(
+    paths: Sequence[str | os.PathLike[str]],
+) -> tuple[tuple[Path, RunDocument], ...]:
     return tuple((Path(p), load_run_doc(p)) for p in paths)
 
 
@@ -142,13 +143,13 @@ def _story(evidence, tiers, blockers, facts, run_docs, time, swe_doc, swe_ev, de
         recipe=facts,
         run_recipe=run_docs[0][1].recipe if run_docs else None,
         time=time,
-        health_ran=_tier(tiers, ReleaseTier.CONVERGENCE).ran,
-        health_failures=_failing(blockers, ReleaseTier.CONVERGENCE),
-        perf_failures=_failing(blockers, ReleaseTier.PERF),
+        health_ran=_tier(tiers, Tier.CONVERGENCE).ran,
+        health_failures=_failing(blockers, Tier.CONVERGENCE),
+        perf_failures=_failing(blockers, Tier.PERF),
         swe=swe_doc[1] if swe_doc else None,
         swe_evidence=swe_ev,
         swe_cases=tuple(
-            c for c in evidence.cases if c.tier is ReleaseTier.SWE_GATE and not c.informational
+            c for c in evidence.cases if c.tier is Tier.SWE_GATE and not c.informational
         ),
         demo=demo,
     )
@@ -174,7 +175,7 @@ def build_report(
     swe_doc = (Path(swe), load_swe_doc(swe)) if swe is not None else None
     tiers = summarise_tiers(evidence.cases)
     swe_ev = swe_evidence(
-        evidence.cases, swe_doc[1] if swe_doc else None, str(swe), evidence.suite_properties
+        evidence.cases, swe_doc[1] if swe_doc else None, str(swe), evidence.suites
     )
     verdict, blockers = decide(tiers, swe_ev, run_docs)
     facts = load_recipe_facts(recipe) if recipe is not None else None

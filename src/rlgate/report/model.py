@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlgate.report.inputs import CaseStatus, GateCase, JunitEvidence, RunDoc, SweDoc
+from rlgate.checks.plan import RunDocument
+from rlgate.core.results import Outcome
+from rlgate.report.inputs import Case, JunitEvidence, SweDoc
 from rlgate.report.plots import Figure
 from rlgate.report.story import RecipeFacts, TrainingTime, VersionFacts
 from rlgate.report.verdict import Blocker, SweEvidence, TierSummary, Verdict
+from rlgate.swe.compare import Verdict as SweVerdict
 
 __all__ = ["ReleaseReport"]
 
@@ -25,7 +28,7 @@ class ReleaseReport:
     story_md: str  # the same sentence, its input-derived parts escaped for Markdown
     tiers: tuple[TierSummary, ...]
     junit: JunitEvidence
-    runs: tuple[tuple[Path, RunDoc], ...]
+    runs: tuple[tuple[Path, RunDocument], ...]
     swe: tuple[Path, SweDoc] | None
     swe_evidence: SweEvidence | None
     recipe: RecipeFacts | None
@@ -37,15 +40,11 @@ class ReleaseReport:
     protected: tuple[str, ...] = ()  # every input path, incl. run directories a JSON names
 
     @property
-    def swe_verdict(self) -> str | None:
+    def swe_verdict(self) -> SweVerdict | None:
         """The SWE verdict the report acts on (None: missing, or contradicted by its numbers)."""
         return self.swe_evidence.verdict if self.swe_evidence else None
 
     @property
-    def allowances(self) -> tuple[GateCase, ...]:
+    def allowances(self) -> tuple[Case, ...]:
         """Skipped and expected-failure testcases of gating suites (allowed, but listed)."""
-        return tuple(
-            c
-            for c in self.junit.cases
-            if c.status in (CaseStatus.SKIPPED, CaseStatus.XFAILED) and not c.informational
-        )
+        return tuple(c for c in self.junit.cases if c.shown is Outcome.SKIP and not c.informational)

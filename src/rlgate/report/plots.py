@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import io
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,8 +24,9 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
+from rlgate.core.results import Op, Result, number_text
 from rlgate.core.text import one_line
-from rlgate.report.inputs import CheckDoc, SweDoc
+from rlgate.report.inputs import SweDoc
 from rlgate.runs.metrics import MetricSeries, RunMetrics
 
 __all__ = ["Figure", "render_all", "value_bounds", "wilson_interval"]
@@ -39,8 +39,7 @@ TURNS_P95 = "train/turns_per_sample/p95"
 TRUNCATION = "train/truncation_rate"
 STEP_TIME = "timing/train/total_step_time"
 TOKENS = ("performance/tokens_per_sec_per_gpu", "timing/train/valid_tokens_per_sec_per_gpu")
-_VALUE_CHECK = re.compile(r"^(min|max|mean|median|last)\(data\[")  # a bound on the values
-_BOUND = re.compile(r"^\s*(<=|>=|<|>)\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
+_DRAWN_OPS = (Op.LT, Op.LE, Op.GT, Op.GE)
 _BEFORE, _AFTER, _BAND, _BASE = "#7f8c9a", "#1f77b4", "#a6cee3", "#ff7f0e"
 
 
@@ -96,19 +95,24 @@ def _xy(series: MetricSeries) -> tuple[np.ndarray, np.ndarray]:
     return series.steps.astype(float), series.values.astype(float)
 
 
-def value_bounds(checks: Sequence[CheckDoc], metric: str) -> list[tuple[str, float]]:
+def value_bounds(checks: Sequence[Result], metric: str) -> list[tuple[str, float]]:
     """Thresholds of the gate's checks on the values of ``metric`` (``< 1.05`` -> 1.05).
 
-    Only reducers of the values themselves (min/max/mean/median/last) draw a line; a ratio,
-    band or perf bound is not on the metric's scale.
+    A line is drawn for a check on ``metric`` whose threshold is on the metric's own scale
+    (its Result states no ``unit``: a condition's reduced value) and whose ``op`` is an
+    inequality; a ratio, band or perf bound (a ``unit``) is not on the metric's scale.
     """
     out = []
     for check in checks:
-        match = _BOUND.match(check.bound or "")
-        if check.metric == metric and match and _VALUE_CHECK.match(check.message or ""):
-            value = float(match.group(2))
-            if math.isfinite(value):
-                out.append((f"{check.name} {match.group(1)} {match.group(2)}", value))
+        threshold = check.threshold
+        if (
+            check.metric == metric
+            and not check.unit
+            and check.op in _DRAWN_OPS
+            and threshold is not None
+            and math.isfinite(threshold)
+        ):
+            out.append((f"{check.name} {check.op.value} {number_text(threshold)}", threshold))
     return out
 
 
@@ -160,7 +164,7 @@ def _reward(run: RunMetrics, band_runs: Sequence[RunMetrics], alpha: float, demo
     return _finish(fig, "reward", "Reward with its reference band", caption, demo)
 
 
-def _mismatch(run: RunMetrics, checks: Sequence[CheckDoc], demo: bool):
+def _mismatch(run: RunMetrics, checks: Sequence[Result], demo: bool):
     present = [t for t in (TMPE, GEN_KL) if t in run.series]
     if not present:
         return f"logprob plot: the run logs neither {TMPE} nor {GEN_KL}"
@@ -176,7 +180,7 @@ def _mismatch(run: RunMetrics, checks: Sequence[CheckDoc], demo: bool):
     return _finish(fig, "logprob", title, "dashed: the gate's bounds on the metric", demo)
 
 
-def _agentic(run: RunMetrics, checks: Sequence[CheckDoc], demo: bool):
+def _agentic(run: RunMetrics, checks: Sequence[Result], demo: bool):
     present = [t for t in (TURNS, TRUNCATION) if t in run.series]
     if not present:
         return f"agentic plot: the run logs neither {TURNS} nor {TRUNCATION}"
@@ -247,7 +251,9 @@ def _swe(doc: SweDoc, universe: str, demo: bool) -> Figure:
     left.set_ylabel("resolved (%)")
     left.set_ylim(0, max(100 * doc.after.rate, 100 * doc.before.rate) * 1.35 + 5)
     lo, hi = doc.ci95_pp
-    left.set_title(f"Δ {doc.delta_pp:+.1f} pp [{lo:+.1f}, {hi:+.1f}]; {doc.verdict}", fontsize=9)
+    left.set_title(
+        f"Δ {doc.delta_pp:+.1f} pp [{lo:+.1f}, {hi:+.1f}]; {doc.verdict.value}", fontsize=9
+    )
     rows = sorted(doc.per_repo, key=lambda r: r.n)
     y = np.arange(len(rows))
     right.barh(
@@ -282,7 +288,7 @@ def render_all(
     baseline: RunMetrics | None = None,
     band_runs: Sequence[RunMetrics] = (),
     band_alpha: float = 0.01,
-    checks: Sequence[CheckDoc] = (),
+    checks: Sequence[Result] = (),
     swe: SweDoc | None = None,
     swe_universe: str = "SWE-bench Verified",
     demo: bool = False,

@@ -21,22 +21,17 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rlgate.core.junit import format_value
+from rlgate.core.results import Outcome, Tier
 from rlgate.core.text import md_code, md_text, printable
-from rlgate.report.inputs import CaseStatus, GateCase, ReleaseTier
+from rlgate.report.inputs import Case
 
 if TYPE_CHECKING:
+    from rlgate.checks.plan import RunDocument
     from rlgate.report.model import ReleaseReport
     from rlgate.report.verdict import TierSummary
 
 __all__ = ["render_html", "render_markdown", "report_payload"]
 
-_COUNTED = (
-    CaseStatus.PASSED,
-    CaseStatus.FAILED,
-    CaseStatus.ERROR,
-    CaseStatus.SKIPPED,
-    CaseStatus.XFAILED,
-)
 _DEMO_BANNER = "DEMO — generated demo runs and demo SWE results; not a release result."
 _EXPLAIN = {
     "GO": "Every release tier ran with no failure or error and SWE-bench Verified improved.",
@@ -73,7 +68,7 @@ def _short(text: str, n: int = 300) -> str:
 def _tier_row(t: TierSummary) -> list[str]:
     gating = [c for c in t.cases if not c.informational]
     info = len(t.cases) - len(gating)
-    counts = [_Md(t.count(s)) for s in _COUNTED]
+    counts = [_Md(n) for n in t.counts().values()]
     ran = _Md("yes" if t.ran else "**NOT RUN**")
     extra = f" (+{info} informational)" if info else ""
     return [_Md(t.tier.value), _Md(f"{len(gating)}{extra}"), *counts, ran]
@@ -103,13 +98,14 @@ def _swe_summary(report: ReleaseReport, esc: Callable[[str], str]) -> list[str]:
         ds = doc.dataset
         sha = (ds.file_sha256 or ds.ids_sha256)[:12]
         lines += [
-            f"verdict {doc.verdict}: Δ {doc.delta_pp:+.2f} pp, 95% CI [{lo:+.2f}, {hi:+.2f}] pp, "
+            f"verdict {doc.verdict.value}: Δ {doc.delta_pp:+.2f} pp, "
+            f"95% CI [{lo:+.2f}, {hi:+.2f}] pp, "
             f"{esc(doc.test)} p = {doc.p_value:.3g} (α = {doc.alpha:g}{margin})",
             _flips(doc.lost, doc.gained, n, len(doc.before.runs) == len(doc.after.runs) == 1),
             f"dataset {esc(ds.source)} ({n} instances, sha256 {esc(sha)}); JSON {esc(str(path))}",
         ]
     elif ev is not None:
-        lines.append(f"No SWE JSON given; from the swe_gate JUnit: verdict {esc(ev.stated)}")
+        lines.append(f"No SWE JSON given; from the swe_gate JUnit: verdict {esc(ev.stated.value)}")
     else:
         lines.append("No SWE JSON and no swe_gate JUnit verdict given.")
     if ev is not None:
@@ -125,24 +121,22 @@ def _flips(lost: int, gained: int, n: int, single: bool) -> str:
     return f"instances whose mean over seeds differs: {lost} lower after, {gained} higher after"
 
 
-def _case_line(c: GateCase) -> list[str]:
-    return [c.status.value.upper(), c.name, _short(c.message), c.source]
+def _case_line(c: Case) -> list[str]:
+    return [c.status.upper(), c.name, _short(c.message), c.source]
 
 
-def _check_rows(report: ReleaseReport, doc: Any, width: int) -> list[list[str]]:
-    rows = [
+def _check_rows(report: ReleaseReport, doc: RunDocument, width: int) -> list[list[str]]:
+    return [
         [
-            _Md(c.status.upper()),
-            _Md(c.tier),
+            _Md(c.outcome.value.upper()),
+            _Md(c.tier.value),
             c.name,
-            format_value(c.value),
+            "" if c.outcome is Outcome.SKIP else format_value(c.value),
             c.bound,
             _short(c.message, width),
         ]
-        for c in doc.checks
+        for c in (*doc.checks, *doc.skipped)
     ]
-    rows += [[_Md("SKIP"), s.tier, s.name, "", "", s.reason] for s in doc.skipped]
-    return rows
 
 
 def _recipe_facts(report: ReleaseReport) -> list[tuple[str, str]]:
@@ -200,8 +194,8 @@ def _md_blockers(report: ReleaseReport) -> list[str]:
     return [*lines, ""]
 
 
-def _md_names(cases: Sequence[GateCase], status: bool = False) -> str:
-    names = [md_code(c.name) + (f" ({c.status.value})" if status else "") for c in cases]
+def _md_names(cases: Sequence[Case], status: bool = False) -> str:
+    names = [md_code(c.name) + (f" ({c.status})" if status else "") for c in cases]
     more = f" … (+{len(cases) - _LISTED}; all in junit.xml)" if len(cases) > _LISTED else ""
     return ", ".join(names[:_LISTED]) + more
 
@@ -210,7 +204,7 @@ def _md_informational(t: TierSummary) -> list[str]:
     lines = []
     instances = [c for c in t.cases if c.informational == "instance"]
     if instances:
-        lost = sum(c.status is CaseStatus.FAILED for c in instances)
+        lost = sum(c.shown is Outcome.FAIL for c in instances)
         lines.append(
             f"Per-instance suite (informational): {len(instances)} instances, {lost} lost."
         )
@@ -225,8 +219,8 @@ def _md_tier_cases(t: TierSummary) -> list[str]:
     lines = [f'### <a id="{t.anchor}"></a>{t.tier.value}', ""]
     if not t.cases:
         return [*lines, "No testcase of this tier was given.", ""]
-    shown = [c for c in t.cases if c.status is not CaseStatus.PASSED and not c.informational]
-    passed = [c for c in t.cases if c.status is CaseStatus.PASSED and not c.informational]
+    shown = [c for c in t.cases if c.shown is not Outcome.PASS and not c.informational]
+    passed = [c for c in t.cases if c.shown is Outcome.PASS and not c.informational]
     if shown:
         lines += ["| status | testcase | message | source |", "|---|---|---|---|"]
         for c in shown:
@@ -249,7 +243,10 @@ def _md_sections(report: ReleaseReport) -> list[str]:
     lines += [f"- {line}" for line in _swe_summary(report, _md)] + [""]
     if report.swe is not None:
         lines += _table(["arm", "runs", "resolved", "± SE", "worst infra"], _swe_rows(report))
-        crit = [[c.name, _Md(c.status.upper()), _short(c.message)] for c in report.swe[1].criteria]
+        crit = [
+            [c.name, _Md(c.outcome.value.upper()), _short(c.message)]
+            for c in report.swe[1].criteria
+        ]
         lines += _table(["criterion", "status", "message"], crit)
     lines += ['## <a id="runs"></a>Training runs', ""]
     for path, doc in report.runs:
@@ -271,7 +268,7 @@ def _md_sections(report: ReleaseReport) -> list[str]:
 def _md_tail(report: ReleaseReport) -> list[str]:
     lines = ['## <a id="allowances"></a>Skips and expected failures', ""]
     rows = [
-        [_Md(c.status.value), _Md(c.tier.value), c.name, _short(c.message, 220)]
+        [_Md(c.status), _Md(c.tier.value), c.name, _short(c.message, 220)]
         for c in report.allowances
     ]
     lines += _table(["kind", "tier", "testcase", "reason"], rows) if rows else ["None.", ""]
@@ -330,10 +327,9 @@ def _html_table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     return "<table><tr>" + "".join(f"<th>{_h(x)}</th>" for x in head) + f"</tr>{body}</table>"
 
 
-def _html_listing(cases: Sequence[GateCase], what: str) -> str:
+def _html_listing(cases: Sequence[Case], what: str) -> str:
     listing = "".join(
-        f"<tr id='{c.anchor}'><td>{_h(c.status.value)}</td><td>{_h(c.name)}</td></tr>"
-        for c in cases
+        f"<tr id='{c.anchor}'><td>{_h(c.status)}</td><td>{_h(c.name)}</td></tr>" for c in cases
     )
     return f"<details><summary>{len(cases)} {_h(what)}</summary><table>{listing}</table></details>"
 
@@ -342,10 +338,10 @@ def _html_cases(t: TierSummary) -> str:
     out = [f'<h3 id="{t.anchor}">{_h(t.tier.value)}</h3>']
     if not t.cases:
         return out[0] + "<p>No testcase of this tier was given.</p>"
-    shown = [c for c in t.cases if c.status is not CaseStatus.PASSED and not c.informational]
-    passed = [c for c in t.cases if c.status is CaseStatus.PASSED and not c.informational]
+    shown = [c for c in t.cases if c.shown is not Outcome.PASS and not c.informational]
+    passed = [c for c in t.cases if c.shown is Outcome.PASS and not c.informational]
     rows = "".join(
-        f'<tr id="{c.anchor}" class="{c.status.value}">'
+        f'<tr id="{c.anchor}" class="{c.status}">'
         + "".join(f"<td>{_h(x)}</td>" for x in _case_line(c))
         + "</tr>"
         for c in shown
@@ -408,7 +404,7 @@ def _html_rest(report: ReleaseReport) -> list[str]:
         parts.append(
             _html_table(
                 ["criterion", "status", "message"],
-                ([c.name, c.status.upper(), c.message] for c in report.swe[1].criteria),
+                ([c.name, c.outcome.value.upper(), c.message] for c in report.swe[1].criteria),
             )
         )
     parts.append('<h2 id="runs">Training runs</h2>')
@@ -429,7 +425,7 @@ def _html_rest(report: ReleaseReport) -> list[str]:
     parts.append(
         _html_table(
             ["kind", "tier", "testcase", "reason"],
-            ([c.status.value, c.tier.value, c.name, c.message] for c in report.allowances),
+            ([c.status, c.tier.value, c.name, c.message] for c in report.allowances),
         )
     )
     return parts
@@ -486,16 +482,16 @@ def report_payload(report: ReleaseReport) -> dict[str, Any]:
         "tiers": {
             t.tier.value: {
                 "ran": t.ran,
-                **{s.value: t.count(s) for s in _COUNTED},
+                **t.counts(),
                 "informational": sum(1 for c in t.cases if c.informational),
             }
             for t in report.tiers
         },
-        "swe_verdict": report.swe_verdict,
+        "swe_verdict": report.swe_verdict.value if report.swe_verdict else None,
         "swe": None
         if ev is None
         else {
-            "stated_verdict": ev.stated,
+            "stated_verdict": ev.stated.value,
             "instance_set": ev.instance_set.value,
             "n_instances": ev.n,
             "contradictions": list(ev.contradictions),
@@ -504,5 +500,5 @@ def report_payload(report: ReleaseReport) -> dict[str, Any]:
         "figures": [f.key for f in report.figures],
         "inputs": [{"path": p, "sha256": h} for p, h in report.inputs],
         "notes": list(report.notes),
-        "unattributed_testcases": sum(c.tier is ReleaseTier.OTHER for c in report.junit.cases),
+        "unattributed_testcases": sum(c.tier is Tier.OTHER for c in report.junit.cases),
     }

@@ -21,10 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlgate.core.results import Outcome
 from rlgate.core.text import one_line
-from rlgate.report.inputs import GateCase, JunitEvidence, SweDoc, sha256_path
+from rlgate.report.inputs import Case, JunitEvidence, SweDoc, sha256_path
 from rlgate.report.verdict import SweEvidence
 from rlgate.runs.metrics import RunMetrics
+from rlgate.swe.compare import Verdict as SweVerdict
 
 Escape = Callable[[str], str]
 
@@ -133,7 +135,7 @@ class StoryInputs:
     perf_failures: tuple[str, ...]
     swe: SweDoc | None
     swe_evidence: SweEvidence | None
-    swe_cases: tuple[GateCase, ...]
+    swe_cases: tuple[Case, ...]
     demo: bool
 
 
@@ -236,7 +238,7 @@ def version_facts(
     )
     seen = set()
     for case in evidence.cases:  # one line per distinct template the functional tier rendered
-        value = case.prop("rlgate.template_sha256")
+        value = case.fact("rlgate.template_sha256")
         if value and value not in seen:
             seen.add(value)
             templates.append((f"functional: {case.name}", value))
@@ -270,17 +272,17 @@ def _swe_numbers(doc: SweDoc, esc: Escape) -> tuple[str, str, str]:
     return f"{100 * doc.before.rate:.1f}%", f"{100 * doc.after.rate:.1f}%", stats
 
 
-def _junit_numbers(cases: tuple[GateCase, ...]) -> str | None:
+def _junit_numbers(cases: tuple[Case, ...]) -> str | None:
+    """Δ and its CI from the significance criterion's evidence (checked finite at load)."""
     for case in cases:
-        delta, lo, hi = (
-            case.number(f"rlgate.{k}") for k in ("delta_pp", "ci95_low_pp", "ci95_high_pp")
-        )
-        if delta is not None and lo is not None and hi is not None:
+        evidence = case.result.evidence
+        delta, lo, hi = (evidence.get(k) for k in ("delta_pp", "ci95_low_pp", "ci95_high_pp"))
+        if all(isinstance(x, int | float) and not isinstance(x, bool) for x in (delta, lo, hi)):
             return f"Δ {delta:+.1f} pp, 95% CI [{lo:+.1f}, {hi:+.1f}] pp"
     return None
 
 
-def _inconclusive_why(doc: SweDoc | None, cases: tuple[GateCase, ...]) -> str:
+def _inconclusive_why(doc: SweDoc | None, cases: tuple[Case, ...]) -> str:
     if doc is not None:
         worst = max(
             (
@@ -295,10 +297,10 @@ def _inconclusive_why(doc: SweDoc | None, cases: tuple[GateCase, ...]) -> str:
                 f"{worst[0]:.0%} infra errors in the {worst[1]} arm "
                 f"(at most {doc.max_infra_error_rate:.0%} allowed)"
             )
-        errored = [c.message for c in doc.criteria if c.status == "error"]
+        errored = [c.message for c in doc.criteria if c.outcome is Outcome.ERROR]
         if errored or doc.reasons:
             return (errored or list(doc.reasons))[0][:200]
-    errors = [c.message for c in cases if c.message and c.status.value == "error"]
+    errors = [c.message for c in cases if c.message and c.shown is Outcome.ERROR]
     return errors[0][:200] if errors else "see the SWE gate section"
 
 
@@ -309,7 +311,7 @@ def _swe_clause(s: StoryInputs, esc: Escape) -> tuple[str | None, str | None]:
         return None, "there is no SWE-bench Verified comparison"
     if ev.contradictions:
         return None, f"the SWE-bench comparison contradicts itself ({esc(ev.contradictions[0])})"
-    if ev.stated == "inconclusive":
+    if ev.stated is SweVerdict.INCONCLUSIVE:
         return None, "the SWE-bench comparison is inconclusive: " + esc(
             _inconclusive_why(s.swe, s.swe_cases)
         )
@@ -321,9 +323,9 @@ def _swe_clause(s: StoryInputs, esc: Escape) -> tuple[str | None, str | None]:
         stats, span = _junit_numbers(s.swe_cases) or "numbers in the swe_gate JUnit", ""
         stats += f", n = {ev.n}" if ev.n else ""
     claim = {
-        "improved": f"improves {span}on {on}",
-        "regressed": f"regresses {span}on {on}",
-        "no_significant_change": f"shows no significant change on {on}"
+        SweVerdict.IMPROVED: f"improves {span}on {on}",
+        SweVerdict.REGRESSED: f"regresses {span}on {on}",
+        SweVerdict.NO_SIGNIFICANT_CHANGE: f"shows no significant change on {on}"
         + (f" ({span.strip().removeprefix('from ').replace(' to ', ' → ')})" if span else ""),
     }[ev.stated]
     return f"{claim} ({stats})", None

@@ -1,6 +1,8 @@
-"""The release verdict rule: GO, NO-GO or INCOMPLETE from classified JUnit testcases.
+"""The release verdict rule: GO, NO-GO or INCOMPLETE from the inputs' Results.
 
-Pure: records in, a verdict and its blockers out. The rule (``docs/recommendation-rule.md``):
+Pure: records in, a verdict and its blockers out. The inputs are typed: each JUnit
+testcase's :class:`~rlgate.core.results.Result` (and the outcome the JUnit shows), the run
+JSON's check Results, the SWE comparison's criteria. The rule (``docs/recommendation-rule.md``):
 
 * **NO-GO** when a testcase of a gating suite fails or errors (a ``swe_gate`` error
   excepted), when a check testcase passed but records a failing verdict, when a run JSON
@@ -28,25 +30,24 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from rlgate.checks.plan import RunDocument
 from rlgate.core.errors import RlgateError
-from rlgate.report.inputs import (
-    REQUIRED_TIERS,
-    VERDICT,
-    CaseStatus,
-    GateCase,
-    ReleaseTier,
-    RunDoc,
-    SweDoc,
-)
+from rlgate.core.junit import JunitSuite
+from rlgate.core.results import RELEASE_TIERS, Outcome, Tier
+from rlgate.report.inputs import VERDICT, Case, SweDoc
+from rlgate.swe.compare import Verdict as SweVerdict
 from rlgate.swe.records import VERIFIED_IDS_SHA256, InstanceSet, classify_instance_set, verified_ids
 
 __all__ = [
+    "COUNTED",
+    "SWE_VERDICT_PROPERTIES",
     "Blocker",
     "BlockerKind",
     "SweEvidence",
     "TierSummary",
     "Verdict",
     "decide",
+    "junit_swe_verdict",
     "summarise_tiers",
     "swe_evidence",
 ]
@@ -76,23 +77,31 @@ class Blocker:
     """A failing or missing gate, with the verdict it forces and a link to its evidence."""
 
     kind: BlockerKind
-    tier: ReleaseTier
+    tier: Tier
     title: str
     detail: str
     anchor: str
     forces: Verdict
 
 
+#: The counts a tier summary shows, by what the JUnit shows (``Case.status``).
+COUNTED = ("passed", "failed", "error", "skipped", "xfailed")
+
+
 @dataclass(frozen=True, slots=True)
 class TierSummary:
     """The testcases of one tier and their counts."""
 
-    tier: ReleaseTier
-    cases: tuple[GateCase, ...]
+    tier: Tier
+    cases: tuple[Case, ...]
 
-    def count(self, status: CaseStatus) -> int:
-        """Number of non-informational testcases with ``status``."""
-        return sum(1 for c in self.cases if c.status is status and not c.informational)
+    def counts(self) -> dict[str, int]:
+        """Non-informational testcases per shown status (:data:`COUNTED`)."""
+        out = dict.fromkeys(COUNTED, 0)
+        for case in self.cases:
+            if not case.informational:
+                out[case.status] += 1
+        return out
 
     @property
     def ran(self) -> bool:
@@ -105,12 +114,12 @@ class TierSummary:
         return f"tier-{self.tier.value}"
 
 
-def summarise_tiers(cases: Sequence[GateCase]) -> tuple[TierSummary, ...]:
+def summarise_tiers(cases: Sequence[Case]) -> tuple[TierSummary, ...]:
     """One summary per release tier (present or not) and per other tier with testcases."""
     out = []
-    for tier in ReleaseTier:
+    for tier in Tier:
         mine = tuple(c for c in cases if c.tier is tier)
-        if mine or tier in REQUIRED_TIERS:
+        if mine or tier in RELEASE_TIERS:
             out.append(TierSummary(tier, mine))
     return tuple(out)
 
@@ -127,14 +136,14 @@ class SweEvidence:
     not what it claims); ``contradictions`` says how.
     """
 
-    stated: str
+    stated: SweVerdict
     instance_set: InstanceSet
     n: int | None
     source: str
     contradictions: tuple[str, ...] = ()
 
     @property
-    def verdict(self) -> str | None:
+    def verdict(self) -> SweVerdict | None:
         """The stated verdict when the evidence is consistent, else None."""
         return None if self.contradictions else self.stated
 
@@ -155,7 +164,7 @@ class SweEvidence:
 
 def _decided(
     delta: float, p: float, ci: tuple[float, float], alpha: float, margin: float | None
-) -> tuple[set[str], str]:
+) -> tuple[set[SweVerdict], str]:
     """Verdicts the gate's rule gives for these numbers (both when the margin is unknown)."""
     from rlgate.swe.compare import GateOptions, decide_verdict
 
@@ -163,11 +172,11 @@ def _decided(
     out = [
         decide_verdict(delta, p, ci, "test", GateOptions(alpha=alpha, margin_pp=m)) for m in margins
     ]
-    return {v.value for v, _ in out}, out[0][1].replace("test p", "p")
+    return {v for v, _ in out}, out[0][1].replace("test p", "p")
 
 
 def _number_contradictions(
-    stated: str,
+    stated: SweVerdict,
     *,
     delta: float,
     p: float,
@@ -179,31 +188,21 @@ def _number_contradictions(
 ) -> list[str]:
     """How ``stated`` disagrees with the numbers it was stated with (empty: it agrees)."""
     out = []
+    says = repr(stated.value)
     if input_error is not None:
-        if stated != "inconclusive":
-            out.append(f"it states {stated!r} although {input_error} (that is inconclusive)")
+        if stated is not SweVerdict.INCONCLUSIVE:
+            out.append(f"it states {says} although {input_error} (that is inconclusive)")
     else:
         expected, why = _decided(delta, p, ci, alpha, margin)
         if stated not in expected:
-            given = " or ".join(sorted(expected))
-            out.append(f"it states {stated!r} but its numbers give {given} ({why})")
-        elif failed != (stated == "regressed"):
+            given = " or ".join(sorted(v.value for v in expected))
+            out.append(f"it states {says} but its numbers give {given} ({why})")
+        elif failed != (stated is SweVerdict.REGRESSED):
             failing = "a criterion failed" if failed else "no criterion failed"
-            out.append(f"it states {stated!r} but {failing}")
+            out.append(f"it states {says} but {failing}")
     lo, hi = ci
     if not lo - 0.01 <= delta <= hi + 0.01:
         out.append(f"Δ {delta:+.2f} pp lies outside its own 95% CI [{lo:+.2f}, {hi:+.2f}] pp")
-    return out
-    expected, why = _decided(delta, p, ci, alpha, margin)
-    if stated not in expected:
-        out.append(
-            f"it states {stated!r} but its numbers give {' or '.join(sorted(expected))} ({why})"
-        )
-    elif failed != (stated == "regressed"):
-        out.append(
-            f"it states {stated!r} but "
-            + ("a criterion failed" if failed else "no criterion failed")
-        )
     return out
 
 
@@ -238,7 +237,7 @@ def _claimed_set(claim: str, ids_sha256: str | None, n: int | None) -> tuple[Ins
 def _from_json(doc: SweDoc, source: str) -> SweEvidence:
     ds = doc.dataset
     problems = []
-    errored = [c.name for c in doc.criteria if c.status == "error"]
+    errored = [c.name for c in doc.criteria if c.outcome is Outcome.ERROR]
     worst = max(r.infra_error_rate for arm in (doc.before, doc.after) for r in arm.runs)
     input_error = None
     if errored:
@@ -256,7 +255,7 @@ def _from_json(doc: SweDoc, source: str) -> SweEvidence:
         alpha=doc.alpha,
         margin=doc.margin_pp,
         input_error=input_error,
-        failed=any(c.status == "fail" for c in doc.criteria),
+        failed=any(c.outcome is Outcome.FAIL for c in doc.criteria),
     )
     delta_rates = 100.0 * (doc.after.rate - doc.before.rate)
     if abs(doc.delta_pp - delta_rates) > 0.01:
@@ -288,7 +287,7 @@ def _one_value(props: Sequence[tuple[str, str, str]], names: tuple[str, ...]) ->
 
 
 def _junit_set(
-    cases: Sequence[GateCase], props: Sequence[tuple[str, str, str]]
+    cases: Sequence[Case], props: Sequence[tuple[str, str, str]]
 ) -> tuple[InstanceSet, int | None, list[str]]:
     """The instance set of a swe_gate JUnit: its per-instance suite, else what it states."""
     n_raw = _one_value(props, ("rlgate.n_instances",))
@@ -296,9 +295,7 @@ def _junit_set(
     claim = _one_value(props, _SET_PROPERTIES)
     ids_sha = _one_value(props, ("rlgate.instance_set.ids_sha256",))
     sha = ids_sha or _one_value(props, _SHA_PROPERTIES)
-    ids = [
-        c.name for c in cases if c.tier is ReleaseTier.SWE_GATE and c.informational == "instance"
-    ]
+    ids = [c.name for c in cases if c.tier is Tier.SWE_GATE and c.informational == "instance"]
     if ids:
         counted = classify_instance_set(ids)
         problems = []
@@ -313,21 +310,27 @@ def _junit_set(
     return _set_from_hash(sha, n) or InstanceSet.UNKNOWN, n, []
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _from_junit(
-    cases: Sequence[GateCase], props: Sequence[tuple[str, str, str]], stated: str
+    cases: Sequence[Case], props: Sequence[tuple[str, str, str]], stated: SweVerdict
 ) -> SweEvidence:
-    gate = [c for c in cases if c.tier is ReleaseTier.SWE_GATE and c.gating]
+    gate = [c for c in cases if c.tier is Tier.SWE_GATE and c.gating]
     instance_set, n, problems = _junit_set(cases, props)
     significance = next(
-        (c for c in gate if "significance" in (c.prop("rlgate.criterion"), c.name)), None
+        (c for c in gate if "significance" in (c.name, c.fact("rlgate.criterion"))), None
     )
-    numbers = None
+    numbers: list[float | None] | None = None
     if significance is not None:
-        keys = ("delta_pp", "value", "ci95_low_pp", "ci95_high_pp", "bound")
-        numbers = [significance.number(f"rlgate.{k}") for k in keys]
-    errored = [c.name for c in gate if c.status is CaseStatus.ERROR]
-    failed = any(c.status is CaseStatus.FAILED for c in gate)
-    if numbers is not None and None not in numbers:
+        result, evidence = significance.result, significance.result.evidence
+        numbers = [_number(evidence.get("delta_pp")), result.value]
+        numbers += [_number(evidence.get("ci95_low_pp")), _number(evidence.get("ci95_high_pp"))]
+        numbers.append(result.threshold)
+    errored = [c.name for c in gate if c.shown is Outcome.ERROR]
+    failed = any(c.shown is Outcome.FAIL for c in gate)
+    if significance is not None and numbers is not None and None not in numbers:
         delta, p, lo, hi, alpha = numbers
         if not (0 <= p <= 1 and 0 < alpha < 1 and lo <= hi):
             raise RlgateError(
@@ -340,41 +343,68 @@ def _from_junit(
             p=p,
             ci=(lo, hi),
             alpha=alpha,
-            margin=None,
+            margin=_number(significance.result.evidence.get("margin_pp")),
             input_error=f"criteria {', '.join(errored)} errored" if errored else None,
             failed=failed,
         )
-    elif errored and stated != "inconclusive":
-        problems.append(f"it states {stated!r} although criteria {', '.join(errored)} errored")
+    elif errored and stated is not SweVerdict.INCONCLUSIVE:
+        problems.append(
+            f"it states {stated.value!r} although criteria {', '.join(errored)} errored"
+        )
     source = "swe_gate JUnit " + ", ".join(sorted({c.source for c in gate}))
     return SweEvidence(stated, instance_set, n, source, tuple(problems))
 
 
+#: Suite properties stating the SWE comparison's verdict (swe compare, the swe_gate tier).
+SWE_VERDICT_PROPERTIES = ("rlgate.verdict", "rlgate.swe.verdict")
+
+
+def junit_swe_verdict(suites: Sequence[JunitSuite], cases: Sequence[Case]) -> SweVerdict | None:
+    """The SWE verdict the swe_gate JUnit states (suite property), or None.
+
+    Raises RlgateError when a stated verdict is not one, or the files disagree.
+    """
+    holders = {(c.source, c.suite) for c in cases if c.tier is Tier.SWE_GATE}
+    stated: dict[SweVerdict, str] = {}
+    for suite in suites:
+        if (suite.source, suite.name) not in holders:
+            continue
+        for key, raw in suite.properties:
+            if key not in SWE_VERDICT_PROPERTIES:
+                continue
+            try:
+                stated.setdefault(SweVerdict(raw), suite.source)
+            except ValueError:
+                raise RlgateError(
+                    f"{suite.source}: {key} = {raw!r} is not a swe_gate verdict (expected one "
+                    f"of {', '.join(v.value for v in SweVerdict)})",
+                    hint="regenerate the JUnit with the rlgate command or tier that wrote it",
+                ) from None
+    if len(stated) > 1:
+        raise RlgateError(
+            "the swe_gate JUnit disagrees on the verdict: "
+            + "; ".join(f"{v.value!r} in {src}" for v, src in sorted(stated.items(), key=str))
+        )
+    return next(iter(stated), None)
+
+
 def swe_evidence(
-    cases: Sequence[GateCase],
+    cases: Sequence[Case],
     swe: SweDoc | None,
     source: str = "",
-    suite_properties: Sequence[tuple[str, str, str]] = (),
+    suites: Sequence[JunitSuite] = (),
 ) -> SweEvidence | None:
     """The SWE evidence from the SWE JSON, else from the swe_gate JUnit; None if absent.
 
     Raises RlgateError when the JSON and the JUnit describe different comparisons.
     """
-    from_junit = {
-        c.prop(VERDICT)
-        for c in cases
-        if c.tier is ReleaseTier.SWE_GATE and c.gating and c.prop(VERDICT)
-    }
-    if len(from_junit) > 1:
-        raise RlgateError(
-            f"the swe_gate JUnit testcases disagree on the verdict: {sorted(from_junit)}"
-        )
-    junit_verdict = next(iter(from_junit), None)
+    junit_verdict = junit_swe_verdict(suites, cases)
+    suite_properties = [(s.source, k, v) for s in suites for k, v in s.properties]
     if swe is not None:
-        if junit_verdict is not None and junit_verdict != swe.verdict:
+        if junit_verdict is not None and junit_verdict is not swe.verdict:
             raise RlgateError(
-                f"SWE JSON {source} says {swe.verdict!r} but the swe_gate JUnit says "
-                f"{junit_verdict!r}",
+                f"SWE JSON {source} says {swe.verdict.value!r} but the swe_gate JUnit says "
+                f"{junit_verdict.value!r}",
                 hint="pass the JSON and the JUnit of the same `rlgate swe compare` run",
             )
         evidence = _from_json(swe, f"SWE JSON {source}")
@@ -398,36 +428,39 @@ def swe_evidence(
 # --- blockers -------------------------------------------------------------------------------
 
 
-def _case_blockers(cases: Sequence[GateCase]) -> list[Blocker]:
+_BAD = (Outcome.FAIL, Outcome.ERROR)
+
+
+def _case_blockers(cases: Sequence[Case]) -> list[Blocker]:
     out = []
     for case in cases:
         if case.informational:
             continue
-        verdict = case.prop(VERDICT)
+        recorded = case.result.outcome if case.junit.recorded else None
         if (
-            case.status is CaseStatus.PASSED
-            and case.tier in (ReleaseTier.CONVERGENCE, ReleaseTier.PERF)
-            and verdict in ("fail", "error")
+            case.shown is Outcome.PASS
+            and case.tier in (Tier.CONVERGENCE, Tier.PERF)
+            and recorded in _BAD
         ):
             out.append(
                 Blocker(
                     BlockerKind.INCONSISTENT,
                     case.tier,
                     f"{case.tier.value}: {case.name}",
-                    f"the testcase passed but records {VERDICT} = {verdict} ({case.source})",
+                    f"the testcase passed but records {VERDICT} = {recorded.value} ({case.source})",
                     case.anchor,
                     Verdict.NO_GO,
                 )
             )
-        if case.status not in _BAD:
+        if case.shown not in _BAD:
             continue
-        infra = case.tier is ReleaseTier.SWE_GATE and case.status is CaseStatus.ERROR
+        infra = case.tier is Tier.SWE_GATE and case.shown is Outcome.ERROR
         out.append(
             Blocker(
-                BlockerKind.ERROR if case.status is CaseStatus.ERROR else BlockerKind.FAILED,
+                BlockerKind.ERROR if case.shown is Outcome.ERROR else BlockerKind.FAILED,
                 case.tier,
                 f"{case.tier.value}: {case.name}",
-                case.message or f"{case.status.value} ({case.classname})",
+                case.message or f"{case.status} ({case.junit.classname})",
                 case.anchor,
                 Verdict.INCOMPLETE if infra else Verdict.NO_GO,
             )
@@ -435,7 +468,7 @@ def _case_blockers(cases: Sequence[GateCase]) -> list[Blocker]:
     return out
 
 
-def _not_run_detail(cases: Sequence[GateCase]) -> str:
+def _not_run_detail(cases: Sequence[Case]) -> str:
     """Why a tier with testcases had no gate check evaluated."""
     if not cases:
         return "no JUnit testcase of this tier was given"
@@ -470,35 +503,34 @@ def _tier_blockers(tiers: Sequence[TierSummary]) -> list[Blocker]:
             Verdict.INCOMPLETE,
         )
         for summary in tiers
-        if summary.tier in REQUIRED_TIERS and not summary.ran
+        if summary.tier in RELEASE_TIERS and not summary.ran
     ]
 
 
-def _run_blockers(runs: Sequence[tuple[Path, RunDoc]], cases: Sequence[GateCase]) -> list[Blocker]:
+def _run_blockers(runs: Sequence[tuple[Path, RunDocument]], cases: Sequence[Case]) -> list[Blocker]:
     """A check the run JSON failed must show in the JUnit as a failure or error too."""
-    failing = {(c.tier.value, c.name) for c in cases if c.status in _BAD} | {
-        (c.tier.value, _param_id(c.name)) for c in cases if c.status in _BAD
-    }
+    failing = {(c.tier, c.name) for c in cases if c.shown in _BAD}
     out = []
     for path, doc in runs:
         for check in doc.checks:
-            if check.status != "pass" and (check.tier, check.name) not in failing:
+            if not check.passed and (check.tier, check.name) not in failing:
                 out.append(
                     Blocker(
                         BlockerKind.INCONSISTENT,
-                        ReleaseTier(check.tier),
-                        f"{check.tier}: {check.name} ({doc.recipe})",
-                        f"run JSON {path} reports {check.status.upper()} ({check.message}) "
-                        "but no JUnit testcase shows it; pass that run's --junit too",
+                        check.tier,
+                        f"{check.tier.value}: {check.name} ({doc.recipe})",
+                        f"run JSON {path} reports {check.outcome.value.upper()} "
+                        f"({check.message}) but no JUnit testcase shows it; pass that run's "
+                        "--junit too",
                         "runs",
                         Verdict.NO_GO,
                     )
                 )
-        if not doc.passed and all(c.status == "pass" for c in doc.checks):
+        if not doc.passed and all(c.passed for c in doc.checks):
             out.append(
                 Blocker(
                     BlockerKind.INCONSISTENT,
-                    ReleaseTier.CONVERGENCE,
+                    Tier.CONVERGENCE,
                     f"run JSON: {doc.recipe} did not pass",
                     f"run JSON {path} says passed = false but lists no failed check",
                     "runs",
@@ -508,17 +540,9 @@ def _run_blockers(runs: Sequence[tuple[Path, RunDoc]], cases: Sequence[GateCase]
     return out
 
 
-_BAD = (CaseStatus.FAILED, CaseStatus.ERROR)
-
-
-def _param_id(name: str) -> str:
-    """``test_convergence_check[reward_improvement]`` -> ``reward_improvement``."""
-    return name[name.find("[") + 1 : -1] if name.endswith("]") and "[" in name else name
-
-
 def _swe_blockers(swe: SweEvidence | None) -> list[Blocker]:
     def blocker(kind: BlockerKind, title: str, detail: str, forces: Verdict) -> Blocker:
-        return Blocker(kind, ReleaseTier.SWE_GATE, f"swe_gate: {title}", detail, "swe", forces)
+        return Blocker(kind, Tier.SWE_GATE, f"swe_gate: {title}", detail, "swe", forces)
 
     if swe is None:
         detail = "no --swe JSON and no swe_gate JUnit carrying a verdict"
@@ -533,15 +557,15 @@ def _swe_blockers(swe: SweEvidence | None) -> list[Blocker]:
         return [blocker(BlockerKind.INCONSISTENT, title, detail, Verdict.INCOMPLETE)]
     out = []
     on = swe.universe()
-    if swe.stated == "inconclusive":
+    if swe.stated is SweVerdict.INCONCLUSIVE:
         detail = "infra errors or mismatched inputs"
         out.append(
             blocker(BlockerKind.SWE, "SWE comparison inconclusive", detail, Verdict.INCOMPLETE)
         )
-    elif swe.stated == "regressed":
+    elif swe.stated is SweVerdict.REGRESSED:
         detail = f"the trained model is significantly worse on {on}"
         out.append(blocker(BlockerKind.SWE, "SWE-bench regressed", detail, Verdict.NO_GO))
-    elif swe.stated == "no_significant_change":
+    elif swe.stated is SweVerdict.NO_SIGNIFICANT_CHANGE:
         detail = f"training did not measurably improve {on}"
         # on a smaller set, a larger design (the full set) could still decide: INCOMPLETE
         forces = Verdict.NO_GO if swe.full_verified else Verdict.INCOMPLETE
@@ -565,7 +589,7 @@ def _swe_blockers(swe: SweEvidence | None) -> list[Blocker]:
 def decide(
     tiers: Sequence[TierSummary],
     swe: SweEvidence | None,
-    runs: Sequence[tuple[Path, RunDoc]] = (),
+    runs: Sequence[tuple[Path, RunDocument]] = (),
 ) -> tuple[Verdict, tuple[Blocker, ...]]:
     """Apply the verdict rule (module docstring); every blocker is returned, NO-GO first."""
     cases = [c for t in tiers for c in t.cases]

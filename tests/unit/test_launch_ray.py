@@ -171,7 +171,7 @@ class TestRayBackend:
         deadline = time.monotonic() + 60
         while backend.poll(manifest).phase.value != "running" and time.monotonic() < deadline:
             time.sleep(0.5)
-        backend.stop(manifest)
+        backend.cancel(manifest)
         result = watch_run(plan.run_dir, interval=0.5, timeout=120)
         assert result.status is RunStatus.FAILED and "stopped" in result.message
 

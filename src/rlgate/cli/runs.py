@@ -10,9 +10,14 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from rlgate.core.errors import ExitCode, LaunchError, RlgateError
 from rlgate.core.validate import poll_seconds, positive_float, positive_int
+
+# rlgate.launch.watch.DEFAULT_STALL_FACTOR, kept here so building the parser imports nothing
+# heavy (tests/unit/test_watch.py checks the two agree).
+STALL_FACTOR = 5.0
 
 __all__ = ["add_bench", "add_budget", "add_check_run", "add_launch", "add_watch"]
 
@@ -214,9 +219,9 @@ def add_watch(sub: argparse._SubParsersAction) -> None:
     """Register ``rlgate watch``."""
     p = sub.add_parser(
         "watch",
-        help="follow launched runs to their end; non-zero if one died or stopped short",
+        help="follow launched runs to their end; non-zero if one died, stopped short or stalled",
         description="Exit 0 when every run completed its target step, 1 when one died or "
-        "stopped short, 3 on an infrastructure failure or a timeout.",
+        "stopped short, 3 on an infrastructure failure, a timeout or a stalled run.",
     )
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="directory from rlgate launch")
     p.add_argument("--interval", type=poll_seconds, default=60.0, help="seconds between polls")
@@ -224,16 +229,43 @@ def add_watch(sub: argparse._SubParsersAction) -> None:
         "--timeout", type=positive_float, help="give up after this many minutes (exit 3)"
     )
     p.add_argument("--follow", action="store_true", help="print the driver log as it grows")
+    p.add_argument(
+        "--stall-factor",
+        type=positive_float,
+        default=STALL_FACTOR,
+        help="a running job with no new step for this many times its median step time is "
+        f"stalled (exit 3; default {STALL_FACTOR:g})",
+    )
+    p.add_argument(
+        "--stall-minutes",
+        type=positive_float,
+        help="... or with no new step for this many minutes (also before its first step)",
+    )
+    p.add_argument(
+        "--cancel-stalled", action="store_true", help="cancel a stalled job through its backend"
+    )
     p.set_defaults(func=_cmd_watch)
 
 
 def _cmd_watch(args: argparse.Namespace) -> int:
     timeout = args.timeout * 60 if args.timeout is not None else None
-    return _watch_dirs(args.run_dirs, interval=args.interval, timeout=timeout, follow=args.follow)
+    stall = {
+        "stall_factor": args.stall_factor,
+        "stall_minutes": args.stall_minutes,
+        "cancel_stalled": args.cancel_stalled,
+    }
+    return _watch_dirs(
+        args.run_dirs, interval=args.interval, timeout=timeout, follow=args.follow, **stall
+    )
 
 
 def _watch_dirs(
-    run_dirs: Sequence[str], *, interval: float, timeout: float | None, follow: bool
+    run_dirs: Sequence[str],
+    *,
+    interval: float,
+    timeout: float | None,
+    follow: bool,
+    **stall: Any,
 ) -> int:
     import time
 
@@ -253,6 +285,7 @@ def _watch_dirs(
                 timeout=timeout,
                 on_event=event,
                 on_log=(lambda line: print(line, flush=True)) if follow else None,
+                **stall,
             )
         except RlgateError as exc:
             print(f"rlgate: error: {name}: {exc}", file=sys.stderr)

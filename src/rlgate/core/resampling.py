@@ -10,10 +10,12 @@ Used by the SWE gate's paired/cluster bootstrap and sign-flip test
   Python loop: ``benchmarks/bench_swe_stats.py`` measures it against such a loop and
   ``scipy.stats.bootstrap``).
 * Every draw comes from the ``numpy.random.Generator`` the caller passes, in block order,
-  so a seed reproduces the result exactly.
+  so a seed reproduces the result exactly; numpy's generators continue their stream
+  across calls, so the block size does not change a single draw (the unit tests check
+  it for the bootstrap and the sign flips).
 
 Kept hand-written on purpose: ``scipy.stats.bootstrap`` and
-``scipy.stats.permutation_test`` do the same job about 10x slower on the SWE gate's
+``scipy.stats.permutation_test`` do the same job 8-20x slower on the SWE gate's
 sizes (measured in ``benchmarks/bench_swe_stats.py``), hold every resample at once, and
 draw a different stream, which would change every CI and p-value reported for a seed.
 """

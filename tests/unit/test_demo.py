@@ -7,13 +7,14 @@ command that did not exist. The demo is now `rlgate report --demo`, and these te
 import json
 
 import pytest
-from demo_build import FUNCTIONAL_SUBSET, demo_with_functional, demo_without_functional
-from demo_build import tokenizer_root as demo_tokenizers
 
 from rlgate.core.errors import RlgateError
 from rlgate.demo.build import BUNDLED_INSTANCES, DEMO_RECIPE, INPUTS, run_demo, write_demo_swe
 from rlgate.report.build import BlockerKind, CaseStatus, ReleaseTier, Verdict, prepare_out_dir
 from rlgate.swe.records import load_universe
+
+from .helpers.demo_build import FUNCTIONAL_SUBSET, demo_with_functional, demo_without_functional
+from .helpers.demo_build import tokenizer_root as demo_tokenizers
 
 
 class TestDemoWithoutTokenizers:

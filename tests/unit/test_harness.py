@@ -15,10 +15,11 @@ import warnings
 from pathlib import Path
 
 import pytest
-import swe_inputs as si
 
 from rlgate.core.errors import InfraError, SweError
 from rlgate.swe import harness
+
+from .helpers import swe_inputs as si
 
 UNREACHABLE = "unix:///nonexistent/rlgate-test/docker.sock"
 

@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import swe_inputs as si
 
 from rlgate.core.errors import SweError
 from rlgate.swe import readers as _swe_formats
 from rlgate.swe.readers import load_arm, load_runs
 from rlgate.swe.records import InputFormat, Outcome, load_universe
+
+from .helpers import swe_inputs as si
 
 # sha256 of the v5 Verified parquet recorded in swebench.md section 1.7
 VERIFIED_SHA256 = "9cf3c8d406a3878dffdec80e1933b2601d00fd5868aabbe6f268c0a29484f21a"

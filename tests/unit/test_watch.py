@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from launch_fixtures import ONE_NODE, STANDIN, TARGET, local_site, stop_local_run
 
 from rlgate.cli.app import main
 from rlgate.core.errors import ExitCode, LaunchError
@@ -23,6 +22,8 @@ from rlgate.launch.watch import (
     watch_run,
 )
 from rlgate.testing.corpus import Fault, Profile, write_run
+
+from .helpers.launch_fixtures import ONE_NODE, STANDIN, TARGET, local_site, stop_local_run
 
 OOM = FailureCause("gpu_out_of_memory", True, "torch.OutOfMemoryError: CUDA out of memory", "log")
 BUG = FailureCause("exception", False, "KeyError: 'train/loss'", "log")

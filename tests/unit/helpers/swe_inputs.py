@@ -22,7 +22,8 @@ from pathlib import Path
 
 from rlgate.swe.harness import load_instances, write_final_report, write_instance_logs
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from . import REPO_ROOT
+
 DATASET = Path(
     os.environ.get("RLGATE_SWE_DATASET", REPO_ROOT.parent / "shared/swebench/SWE-bench_Verified")
 )

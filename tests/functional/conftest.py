@@ -11,15 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.pytest_plugin import mark_tier
 from rlgate.recipe.load import functional_gate, load_recipe, recipe_files, recipe_tiers
 from rlgate.serving.setup import ServingSetup, serving_setup
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    mark_tier(items, Path(__file__).parent, "functional")
 
 
 def selected_recipes(config: pytest.Config) -> list[Path]:

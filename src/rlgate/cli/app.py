@@ -20,6 +20,7 @@ from rlgate.cli import report as _cli_report
 from rlgate.cli import runs as _cli_runs
 from rlgate.cli import swe as _cli_swe
 from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.options import TOKENIZERS
 from rlgate.core.text import printable
 from rlgate.core.versions import format_versions, tested_versions
 
@@ -181,11 +182,7 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
         "overrides a.b=c, ++a.b=c, ~a.b: an argument containing '=' or starting with '~' "
         "or '+' is an override and applies to every config",
     )
-    c.add_argument(
-        "--tokenizers",
-        default=os.environ.get("RLGATE_TOKENIZERS"),
-        help="tokenizer root, one subfolder per model (default: $RLGATE_TOKENIZERS, else HF)",
-    )
+    TOKENIZERS.add_to(c)
     c.add_argument(
         "--json",
         dest="json_out",

@@ -43,6 +43,7 @@ RESOURCE_MARKERS: dict[str, str] = {
     "gpu": "needs a GPU",
     "multinode": "needs a multi-node cluster",
     "docker": "needs a Docker daemon",
+    "slow": "takes minutes (builds virtualenvs, installs from PyPI); runs with RLGATE_SLOW=1",
 }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata as md
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -28,6 +29,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import rlgate
+from rlgate.core.extras import OPTIONAL_MODULES
 from rlgate.launch.site import SiteConfig
 
 from .helpers import REPO_ROOT
@@ -115,6 +117,21 @@ class TestDeclaredImports:
                                     f"not declared in {where}")  # fmt: skip
         assert not problems, "\n".join(problems)
 
+    def test_every_optional_import_names_its_extra_for_the_cli(self) -> None:
+        """Each import beyond the base is in core.extras' table, with the extra declaring it."""
+        distributions = md.packages_distributions()
+        base = _requirements(())
+        optional = {
+            name
+            for path in PACKAGE.rglob("*.py")
+            for name in _imports(path)
+            if not {canonicalize_name(d) for d in distributions.get(name, ())} & base.keys()
+        }
+        assert optional == set(OPTIONAL_MODULES)
+        for module, extra in OPTIONAL_MODULES.items():
+            dists = {canonicalize_name(d) for d in distributions[module]}
+            assert dists & (_requirements((extra,)).keys() | UNDECLARABLE.keys()), module
+
     def test_the_check_sees_an_undeclared_import(self, tmp_path: Path) -> None:
         """The scan finds imports at any depth (a lazy import inside a function too)."""
         module = tmp_path / "m.py"
@@ -174,11 +191,14 @@ def _launch_only_env(root: Path) -> Path:
 
 def _pypi_env(root: Path) -> Path:
     """A virtualenv from scratch with ``pip install rlgate[launch]`` (PyPI, pinned versions)."""
+    source = root.parent / "source"  # pip builds in the source tree: a copy, not the checkout
+    skip = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".*cache")
+    shutil.copytree(REPO_ROOT, source, symlinks=True, ignore=skip)
     subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
     python = root / "bin" / "python"
     constraints = REPO_ROOT / "ci" / "constraints.txt"
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "-c", str(constraints), f"{REPO_ROOT}[launch]"],
+        [str(python), "-m", "pip", "install", "-q", "-c", str(constraints), f"{source}[launch]"],
         check=True, timeout=1800,
     )  # fmt: skip
     return python
@@ -233,3 +253,34 @@ class TestLaunchOnlyEnvironment:
         assert proc.returncode == 0, proc.stderr
         assert '"address": "http://127.0.0.1:8265"' in proc.stdout
         assert "rlgate dry run, nothing submitted" in proc.stdout
+
+    @pytest.mark.parametrize(
+        ("argv", "module", "extra"),
+        [
+            (["recipe", "check", str(TARGET)], "vllm", "functional"),
+            (
+                ["launch", str(TARGET), *ONE_NODE, "--backend", "ray", "--dry-run"],
+                "vllm",
+                "functional",
+            ),
+            (["report", "--demo"], "torch", "functional"),
+        ],
+        ids=["recipe_check", "launch_gate", "demo"],
+    )
+    def test_a_command_needing_another_extra_says_which_exit_3(
+        self, python: Path, tmp_path: Path, argv: list[str], module: str, extra: str
+    ) -> None:
+        if argv[0] == "report":
+            argv = [*argv, "--out", str(tmp_path / "demo")]
+        if argv[0] == "launch":
+            site = tmp_path / "site.yaml"
+            site.write_text(SiteConfig(env=swe_env(tmp_path)).model_dump_json())
+            argv = [*argv, "--site", str(site), "--run-dir", str(tmp_path / "run")]
+            argv += ["--entrypoint", " ".join(STANDIN), "--ray-address", "http://127.0.0.1:8265"]
+        proc = self._run(python, "-m", "rlgate.cli", *argv, cwd=tmp_path)
+        assert proc.returncode == 3, proc.stderr
+        assert proc.stderr.startswith(
+            f"rlgate: error: this needs the Python module {module!r}, which is not installed\n"
+            f"  hint: pip install 'rlgate[{extra}]'"
+        ), proc.stderr
+        assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from mlperf_runs import RECIPE
 
 from rlgate.core.errors import RecipeError
 from rlgate.recipe.conditions import Op, Reducer, StepIndex
 from rlgate.recipe.facts import context_from_config
 from rlgate.recipe.load import load_recipe
 from rlgate.recipe.spec import BandMethod, Direction, RewardTest, parse_gate
+
+from .helpers.mlperf_runs import RECIPE
 
 
 def raw_gate(path: Path = RECIPE) -> dict:

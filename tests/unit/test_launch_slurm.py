@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from launch_fixtures import STANDIN, TARGET, nemo_rl_checkout, slurm_site
 
 from rlgate.cli.app import main
 from rlgate.core.errors import LaunchError
@@ -30,6 +29,8 @@ from rlgate.launch.slurm import (
     parse_squeue,
     render_sbatch_script,
 )
+
+from .helpers.launch_fixtures import STANDIN, TARGET, nemo_rl_checkout, slurm_site
 
 
 @pytest.fixture

@@ -4,14 +4,15 @@ import io
 import json
 
 import pytest
-import report_inputs as ri
-from corpus_build import corpus
 from PIL import Image
 
 from rlgate.report.inputs import load_run_doc, load_swe_doc
 from rlgate.report.plots import render_all, value_bounds, wilson_interval
 from rlgate.runs.metrics import load_run
 from rlgate.testing.corpus import Fault
+
+from .helpers import report_inputs as ri
+from .helpers.corpus_build import corpus
 
 
 def _full(demo=False):

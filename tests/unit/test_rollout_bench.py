@@ -10,16 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rollout_measured import (
-    GYM_MS,
-    INCREMENTAL_MS,
-    PROMPT_TOKENS,
-    RENDER_MS,
-    STREAMING_US,
-    TOKENIZE_MS,
-    measured_bench,
-    parse_run,
-)
 
 from rlgate.bench.gate import Verdict, compare_metrics
 from rlgate.bench.rollout import (
@@ -35,6 +25,17 @@ from rlgate.bench.rollout import (
 )
 from rlgate.core.errors import RecipeError, RlgateError
 from rlgate.recipe.load import load_recipe
+
+from .helpers.rollout_measured import (
+    GYM_MS,
+    INCREMENTAL_MS,
+    PROMPT_TOKENS,
+    RENDER_MS,
+    STREAMING_US,
+    TOKENIZE_MS,
+    measured_bench,
+    parse_run,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPES = REPO / "recipes"

@@ -8,13 +8,14 @@ import json
 
 import numpy as np
 import pytest
-import swe_inputs as si
 from scipy import stats as sps
 
 from rlgate.core.errors import SweError
 from rlgate.swe.compare import Criterion, CriterionStatus, GateOptions, Verdict, compare_arms
 from rlgate.swe.readers import load_arm
 from rlgate.swe.records import Outcome, load_universe
+
+from .helpers import swe_inputs as si
 
 FIRST_ATTEMPT_SEED = 333
 FAST = GateOptions(n_resamples=2000)

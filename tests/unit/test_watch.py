@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from launch_fixtures import ONE_NODE, STANDIN, TARGET, local_site, stop_local_run, wait_for
 
 from rlgate.cli.app import main
 from rlgate.core.errors import ExitCode, LaunchError
@@ -27,6 +26,8 @@ from rlgate.launch.watch import (
 )
 from rlgate.runs.metrics import load_run
 from rlgate.testing.corpus import Fault, Profile, write_run
+
+from .helpers.launch_fixtures import ONE_NODE, STANDIN, TARGET, local_site, stop_local_run, wait_for
 
 OOM = FailureCause("gpu_out_of_memory", True, "torch.OutOfMemoryError: CUDA out of memory", "log")
 BUG = FailureCause("exception", False, "KeyError: 'train/loss'", "log")

@@ -124,7 +124,8 @@ class TestStrictAtLoad:
         overrides = ["cluster.num_nodes=two", "grpo.max_num_steps=0", f"{GYM_TURNS}=0"]
         with pytest.raises(RecipeError) as info:
             load_recipe(config_file, overrides)
-        lines = info.value.message.splitlines()[1:]
+        first, *lines = info.value.message.splitlines()
+        assert first == f"{config_file}: 3 invalid values:"
         assert [line.split(" = ")[0].strip() for line in lines] == [
             "cluster.num_nodes",
             "grpo.max_num_steps",

@@ -375,6 +375,9 @@ class RunFacts(_Section):
 # --- reading ---------------------------------------------------------------------------------
 
 
+_SHOWN = 120  # a value longer than this (a whole mapping) is cut in the message
+
+
 @dataclass(frozen=True, slots=True)
 class _Problem:
     key: str
@@ -383,6 +386,8 @@ class _Problem:
 
     def __str__(self) -> str:
         shown = "an empty string" if self.value == "" else repr(self.value)
+        if len(shown) > _SHOWN:
+            shown = shown[: _SHOWN - 3] + "..."
         text = f"{self.key} = {shown} {self.message}"
         where = _declared_in(self.key)
         return f"{text} (NeMo RL: {where})" if where else text
@@ -472,7 +477,9 @@ def read_facts(
     problems += gym_problems
     if problems and strict:
         listed = [str(p) for p in problems]
-        text = listed[0] if len(listed) == 1 else "\n  " + "\n  ".join(listed)
+        text = listed[0] if len(listed) == 1 else f"{len(listed)} invalid values:"
+        if len(listed) > 1:
+            text += "".join(f"\n  {line}" for line in listed)
         raise RecipeError(
             f"{source}: {text}",
             hint="fix the value in the recipe or override it (key=value); "

@@ -84,6 +84,6 @@ class TestRecipeCoverage:
             gate = load_recipe(path).gate
             for tier in ("convergence", "perf"):
                 if tier in tiers:
-                    assert gate.get(tier), (
+                    assert getattr(gate, tier), (
                         f"{path.name} lists {tier} but has no rlgate.{tier} block"
                     )

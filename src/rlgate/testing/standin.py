@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from rlgate.recipe.load import get_path, load_recipe
+from rlgate.recipe.load import load_recipe
 from rlgate.testing.corpus import Fault, Profile, write_run
 
 __all__ = ["main"]
@@ -43,8 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hang", action="store_true", help="after the steps, sleep until killed")
     args, overrides = parser.parse_known_args(argv)
     recipe = load_recipe(args.config, overrides)
-    target = int(get_path(recipe.config, "grpo.max_num_steps"))
-    log_dir = Path(str(get_path(recipe.config, "logger.log_dir")))
+    target = recipe.facts.grpo.max_num_steps or 0
+    log_dir = Path(str(recipe.facts.logger.log_dir))
     steps = min(target, args.stop_at_step) if args.stop_at_step is not None else target
     print(f"stand-in for run_grpo_nemo_gym.py: {recipe.name}, {steps}/{target} steps -> {log_dir}")
     sys.stdout.flush()

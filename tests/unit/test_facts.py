@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from launch_fixtures import STANDIN, TARGET, local_site
 
 from rlgate.bench.rollout import cluster_shape
 from rlgate.checks.plan import load_plan
@@ -25,6 +24,8 @@ from rlgate.recipe.load import load_recipe, recipe_files
 from rlgate.report.story import load_recipe_facts
 from rlgate.serving.gym import gym_servers
 from rlgate.serving.templates import tokenizer_model_id
+
+from .helpers.launch_fixtures import STANDIN, TARGET, local_site
 
 ROOT = Path(__file__).parents[2]
 NIGHTLY = ROOT / "ci" / "nightly.yaml"

@@ -8,13 +8,18 @@ PYTHON=${PYTHON:-python3}
 VENV=${RLGATE_VENV:-.venv}
 
 # System packages the test suite needs: Chromium renders report.html in the report's browser
-# test. Installed with apt where we are root; otherwise say which package to install.
-if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+# test; PostgreSQL's server binaries let the history tests start a real server in a temporary
+# directory. Installed with apt where we are root; otherwise say which packages to install.
+need=()
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || command -v initdb >/dev/null \
+  || need+=(postgresql)
+if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -q && apt-get install -y -q --no-install-recommends chromium
+    apt-get update -q && apt-get install -y -q --no-install-recommends "${need[@]}"
   else
-    echo "ci/install.sh: the report's browser test needs Chromium; install the 'chromium'" \
-      "package (Debian/Ubuntu: sudo apt-get install chromium) and re-run" >&2
+    echo "ci/install.sh: the test suite needs the system packages: ${need[*]}" \
+      "(Debian/Ubuntu: sudo apt-get install ${need[*]}); install them and re-run" >&2
     exit 2
   fi
 fi

@@ -2,6 +2,9 @@
 
 Parametrized at collection time over every recipe (``recipes/``, or ``--recipe``) and every
 tokenizer folder under the tokenizer root (``--tokenizers`` / ``RLGATE_TOKENIZERS``).
+The recipes are read as package data (:data:`rlgate.core.resources.RECIPES`, a link to
+``recipes/`` in a checkout), and nothing here may depend on the checkout's layout: an
+installed rlgate runs this folder as shipped in the wheel (``rlgate report --demo``).
 """
 
 from __future__ import annotations
@@ -11,15 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.pytest_plugin import mark_tier
+from rlgate.core.resources import RECIPES
 from rlgate.recipe.load import functional_gate, load_recipe, recipe_files, recipe_tiers
 from rlgate.serving.setup import ServingSetup, serving_setup
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    mark_tier(items, Path(__file__).parent, "functional")
 
 
 def selected_recipes(config: pytest.Config) -> list[Path]:
@@ -27,7 +24,7 @@ def selected_recipes(config: pytest.Config) -> list[Path]:
     chosen = config.getoption("recipe") or []
     if chosen:
         return [Path(p) for p in chosen]
-    return [p for p in recipe_files(REPO / "recipes") if "functional" in recipe_tiers(p)]
+    return [p for p in recipe_files(RECIPES) if "functional" in recipe_tiers(p)]
 
 
 def tokenizer_dirs(config: pytest.Config) -> list[Path]:

@@ -8,20 +8,16 @@ ERROR with the expected code (and only warnings for keys NeMo RL/Gym accept but 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from rlgate.checks.recipe import check_recipe_file
+from rlgate.core.resources import RECIPES
 from rlgate.recipe.findings import Severity
 
-REPO = Path(__file__).resolve().parents[2]
-TARGET = (
-    REPO / "recipes/grpo-qwen3.5-35ba3b-4n8g-megatron-ep16tp2cp2-async1off-gym-swe-thinking.yaml"
-)
+TARGET = RECIPES / "grpo-qwen3.5-35ba3b-4n8g-megatron-ep16tp2cp2-async1off-gym-swe-thinking.yaml"
 REFERENCE = (
-    REPO
-    / "recipes/grpo-qwen3-30ba3b-thinking-2507-16n8g-megatron-tp4pp2cp4ep8-async1off-gym-swe.yaml"
+    RECIPES / "grpo-qwen3-30ba3b-thinking-2507-16n8g-megatron-tp4pp2cp4ep8-async1off-gym-swe.yaml"
 )
 SERVE = "policy.generation.vllm_cfg.http_server_serving_chat_kwargs"
 GYM_MODEL = "env.nemo_gym.policy_model.responses_api_models.vllm_model"

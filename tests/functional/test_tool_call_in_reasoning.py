@@ -15,12 +15,11 @@ server returns fails, and ``rlgate recipe check`` warns exactly for the recipes 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rlgate.checks.recipe import check_recipe
 from rlgate.checks.served import TOOL_CALL_IN_THINK_SHAPES, tool_call_in_reasoning
+from rlgate.core.resources import RECIPES
 from rlgate.recipe.findings import Severity
 from rlgate.recipe.load import functional_gate, load_recipe
 from rlgate.serving.contiguity import Turn, model_output
@@ -29,8 +28,7 @@ from rlgate.serving.setup import serving_setup
 from rlgate.serving.templates import ThinkingMode
 
 QWEN3_THINKING = (
-    Path(__file__).resolve().parents[2]
-    / "recipes/grpo-qwen3-30ba3b-thinking-2507-16n8g-megatron-tp4pp2cp4ep8-async1off-gym-swe.yaml"
+    RECIPES / "grpo-qwen3-30ba3b-thinking-2507-16n8g-megatron-tp4pp2cp4ep8-async1off-gym-swe.yaml"
 )
 
 CODE = "tool-call-in-reasoning"

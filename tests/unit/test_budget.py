@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from launch_fixtures import recipe_named
 
 from rlgate.cli.app import main
 from rlgate.core.errors import RecipeError
@@ -19,6 +18,8 @@ from rlgate.launch.budget import (
     runs_needed,
 )
 from rlgate.recipe.load import get_path, load_recipe
+
+from .helpers.launch_fixtures import recipe_named
 
 ROOT = Path(__file__).parents[2]
 NIGHTLY = ROOT / "ci" / "nightly.yaml"

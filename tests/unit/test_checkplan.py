@@ -6,8 +6,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from corpus_build import corpus
-from mlperf_runs import mlperf_path, mlperf_plan
 
 from rlgate.checks.plan import (
     GateInputs,
@@ -25,6 +23,9 @@ from rlgate.core.results import Outcome, Tier
 from rlgate.recipe.facts import RunContext
 from rlgate.recipe.spec import parse_gate
 from rlgate.testing.corpus import Fault
+
+from .helpers.corpus_build import corpus
+from .helpers.mlperf_runs import mlperf_path, mlperf_plan
 
 
 class TestPlanGate:

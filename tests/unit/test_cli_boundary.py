@@ -30,6 +30,28 @@ class TestHandleErrors:
             raise ZeroDivisionError("boom")
         assert "Traceback" in capsys.readouterr().err
 
+    def test_a_missing_optional_module_exits_3_naming_the_extra(self, capsys):
+        """An extra not installed is the environment (3), not a bug in rlgate (70)."""
+        with pytest.raises(_Exit) as stop, _handle_errors():
+            import rlgate_absent_dependency  # noqa: F401  (a real failed import)
+        assert stop.value.code == ExitCode.INFRA  # a base dependency missing: a broken install
+        assert "reinstall rlgate" in capsys.readouterr().err
+        for name, extra in (("vllm", "functional"), ("ray.job_submission", "launch")):
+            with pytest.raises(_Exit) as stop, _handle_errors():
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            assert stop.value.code == ExitCode.INFRA == 3
+            top = name.split(".")[0]
+            assert capsys.readouterr().err == (
+                f"rlgate: error: this needs the Python module {top!r}, which is not installed\n"
+                f"  hint: pip install 'rlgate[{extra}]' (ci/install.sh installs every extra)\n"
+            )
+
+    def test_a_missing_module_of_rlgate_itself_is_a_bug(self, capsys, monkeypatch):
+        monkeypatch.delenv("RLGATE_DEBUG", raising=False)
+        with pytest.raises(_Exit) as stop, _handle_errors():
+            raise ModuleNotFoundError("No module named 'rlgate.nope'", name="rlgate.nope")
+        assert stop.value.code == ExitCode.INTERNAL and "internal error" in capsys.readouterr().err
+
     def test_error_message_control_characters_are_made_visible(self, capsys):
         with pytest.raises(_Exit), _handle_errors():
             raise SweError("bad id a\x1b[2K\rGO")

@@ -7,11 +7,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from corpus_build import corpus
-from mlperf_runs import RECIPE, mlperf_path
 
 from rlgate.cli.app import main
 from rlgate.testing.corpus import EXPECTED_CATCHES, Fault
+
+from .helpers.corpus_build import corpus
+from .helpers.mlperf_runs import RECIPE, mlperf_path
 
 
 class TestCheckRunCommand:

@@ -7,12 +7,13 @@ import sys
 
 import numpy as np
 import pytest
-import swe_inputs as si
 from junitparser import JUnitXml
 
 from rlgate.cli.app import main
 from rlgate.core.io import SCHEMA_VERSION
 from rlgate.swe.records import VERIFIED_IDS_SHA256
+
+from .helpers import swe_inputs as si
 
 CLI_SEED = 11
 

@@ -11,7 +11,6 @@ from types import MappingProxyType
 
 import numpy as np
 import pytest
-from mlperf_runs import BATCH_SIZES, SEEDS, mlperf_plan, mlperf_run
 
 from rlgate.checks.convergence import (
     evaluate_agentic,
@@ -26,6 +25,8 @@ from rlgate.recipe.facts import RunContext
 from rlgate.recipe.spec import AgenticSpec, CompletionSpec, RewardSpec, RewardTest
 from rlgate.runs.metrics import MetricSeries, RunMetrics, SourceKind, StepAnomaly
 from rlgate.testing.perturb import flatten_series
+
+from .helpers.mlperf_runs import BATCH_SIZES, SEEDS, mlperf_plan, mlperf_run
 
 TURNS = "train/turns_per_sample"
 

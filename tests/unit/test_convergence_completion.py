@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 
 import pytest
-from mlperf_runs import BATCH_SIZES, SEEDS, mlperf_path, mlperf_plan
 from torch.utils.tensorboard import SummaryWriter
 
 from rlgate.checks.convergence import evaluate_completion
@@ -22,6 +21,8 @@ from rlgate.core.results import Outcome
 from rlgate.recipe.facts import RunContext
 from rlgate.recipe.spec import CompletionSpec
 from rlgate.runs.metrics import load_mlperf_log, load_run
+
+from .helpers.mlperf_runs import BATCH_SIZES, SEEDS, mlperf_path, mlperf_plan
 
 CTX = RunContext("r", target_step=50)
 

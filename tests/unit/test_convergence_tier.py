@@ -13,13 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from corpus_build import corpus
 from junitparser import Error, Failure, JUnitXml, Properties, Skipped, TestCase
-from mlperf_runs import RECIPE, REPO_ROOT, mlperf_path
 
 from rlgate.checks.plan import RunDocument, load_inputs, load_plan, run_gate
 from rlgate.core.results import Outcome
 from rlgate.testing.corpus import EXPECTED_CATCHES, Fault
+
+from .helpers.corpus_build import corpus
+from .helpers.mlperf_runs import RECIPE, REPO_ROOT, mlperf_path
 
 
 def run_tiers(tmp_path: Path, *args: str) -> dict[str, TestCase]:

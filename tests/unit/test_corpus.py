@@ -12,7 +12,6 @@ import functools
 from pathlib import Path
 
 import pytest
-from corpus_build import corpus
 
 from rlgate.checks.plan import GateInputs, GatePlan, GateReport, load_inputs, load_plan, run_gate
 from rlgate.core.results import Outcome
@@ -25,6 +24,8 @@ from rlgate.testing.corpus import (
     build_corpus,
     main,
 )
+
+from .helpers.corpus_build import corpus
 
 # NeMo RL tag names the corpus may use (shared/reference/nemo-rl.md §2.2-2.3).
 NEMO_RL_TAGS = {

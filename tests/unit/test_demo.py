@@ -5,17 +5,28 @@ command that did not exist. The demo is now `rlgate report --demo`, and these te
 """
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from demo_build import FUNCTIONAL_SUBSET, demo_with_functional, demo_without_functional
-from demo_build import tokenizer_root as demo_tokenizers
+from junitparser import JUnitXml
 
+import rlgate
 from rlgate.core.errors import RlgateError
+from rlgate.core.resources import FUNCTIONAL_TIER, RECIPES
 from rlgate.core.results import Tier
 from rlgate.demo.build import BUNDLED_INSTANCES, DEMO_RECIPE, INPUTS, run_demo, write_demo_swe
+from rlgate.recipe.load import recipe_files
 from rlgate.report.build import BlockerKind, Verdict, prepare_out_dir
 from rlgate.swe.compare import Verdict as SweVerdict
 from rlgate.swe.records import load_universe
+
+from .helpers import REPO_ROOT
+from .helpers.demo_build import FUNCTIONAL_SUBSET, demo_with_functional, demo_without_functional
+from .helpers.demo_build import tokenizer_root as demo_tokenizers
 
 
 class TestDemoWithoutTokenizers:
@@ -113,3 +124,43 @@ class TestDemoSwe:
         universe = load_universe(BUNDLED_INSTANCES)
         assert universe.n == 500
         assert sum(r == "django/django" for r in universe.repos.values()) == 231
+
+
+class TestDemoNeedsNoCheckout:
+    """An installed rlgate runs the demo's functional tier from its package data alone."""
+
+    def test_bundle_is_the_repositorys_functional_tier_and_recipes(self):
+        assert FUNCTIONAL_TIER.resolve() == (REPO_ROOT / "tests" / "functional").resolve()
+        assert RECIPES.resolve() == (REPO_ROOT / "recipes").resolve()
+
+    def test_a_copy_of_the_package_alone_runs_the_functional_tier(self, request, tmp_path):
+        """The package copied (links resolved) with no checkout around: the tier runs from it."""
+        site = tmp_path / "site"
+        shutil.copytree(
+            Path(rlgate.__file__).parent,
+            site / "rlgate",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        junit = tmp_path / "functional.xml"
+        script = (
+            "import sys, subprocess, rlgate\n"
+            "from pathlib import Path\n"
+            "from rlgate.demo.build import functional_command\n"
+            f"assert Path(rlgate.__file__).is_relative_to({str(site)!r}), rlgate.__file__\n"
+            f"cmd = functional_command(Path({str(junit)!r}), {demo_tokenizers(request.config)!r},"
+            f" {FUNCTIONAL_SUBSET!r})\n"
+            "sys.exit(subprocess.call(cmd))\n"
+        )
+        env = {**os.environ, "PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": "1"}
+        env["HF_HUB_OFFLINE"] = "1"
+        proc = subprocess.run(
+            [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,
+            text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        cases = [case for suite in JUnitXml.fromfile(str(junit)) for case in suite]
+        recipes = {p.stem for p in recipe_files(RECIPES)}
+        assert len(cases) >= 3 and all(c.classname.startswith("functional.") for c in cases)
+        assert all(c.is_passed for c in cases)
+        assert {c.name.split("[")[1].rstrip("]") for c in cases} <= recipes  # bundled recipes
+        assert not list(site.rglob("__pycache__"))  # nothing written into the package

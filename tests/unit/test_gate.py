@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from mlperf_runs import RECIPE
 
 from rlgate.core.errors import RecipeError
 from rlgate.recipe.conditions import Op, Reducer, StepIndex
 from rlgate.recipe.facts import context_from_config
 from rlgate.recipe.load import load_recipe
 from rlgate.recipe.spec import BandMethod, Direction, RewardTest, parse_gate
+
+from .helpers.mlperf_runs import RECIPE
 
 
 def raw_gate(path: Path = RECIPE) -> dict:
@@ -34,17 +35,47 @@ class TestParseGate:
             and gate.perf.metrics["timing/train/total_step_time"] is Direction.LOWER
         )
 
-    def test_parse_gate_ignores_functional_tier_keys(self) -> None:
+    def test_parse_gate_reads_the_functional_tier_keys(self) -> None:
         gate = parse_gate(
             {
                 "tiers": ["functional"],
                 "expect": "reject",
                 "reject_reasons": ["x"],
-                "functional": {"anything": {"goes": 1}},
+                "functional": {"expect": "reject", "reject_codes": ["unknown-parser"]},
             },
             recipe="r",
         )
         assert gate.convergence is None and gate.perf is None
+        assert gate.tiers == ("functional",)
+        assert gate.functional.expect == "reject"
+        assert gate.functional.reject_codes == ("unknown-parser",)
+
+    @pytest.mark.parametrize(
+        ("raw", "expected"),
+        [
+            pytest.param(
+                {"functional": {"anything": {"goes": 1}}},
+                "rlgate.functional.anything: unknown key",
+                id="functional_unknown_key",
+            ),
+            pytest.param(
+                {"functional": {"expect": "maybe"}},
+                "rlgate.functional.expect: Input should be 'pass' or 'reject' (got 'maybe')",
+                id="functional_expect",
+            ),
+            pytest.param(
+                {"tiers": ["functional", "speed"]},
+                "rlgate.tiers[1]: Input should be 'functional', 'convergence', 'perf' or "
+                "'swe_gate' (got 'speed')",
+                id="unknown_tier",
+            ),
+        ],
+    )
+    def test_parse_gate_validates_the_functional_tier_keys(self, raw, expected) -> None:
+        """They used to be accepted unchecked here and validated only where a tier read them."""
+        with pytest.raises(RecipeError) as info:
+            parse_gate(raw, recipe="r")
+        assert expected in str(info.value)
 
     @pytest.mark.parametrize(
         ("raw", "expected"),

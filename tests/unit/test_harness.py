@@ -15,10 +15,12 @@ import warnings
 from pathlib import Path
 
 import pytest
-import swe_inputs as si
 
 from rlgate.core.errors import InfraError, SweError
 from rlgate.swe import harness
+
+from .helpers import swe_inputs as si
+from .helpers import swe_logs
 
 UNREACHABLE = "unix:///nonexistent/rlgate-test/docker.sock"
 
@@ -190,7 +192,7 @@ class TestGrading:
         log = tmp_path / "test_output.txt"
         log.write_text(si.render_test_output(row, resolved))
         pred = {"instance_id": iid, "model_name_or_path": "m", "model_patch": "x"}
-        report = harness.grade_test_output(row, pred, log)[iid]
+        report = swe_logs.grade_test_output(row, pred, log)[iid]
         assert report["resolved"] is resolved
         assert report["patch_successfully_applied"] is True
         f2p = report["tests_status"]["FAIL_TO_PASS"]
@@ -201,7 +203,7 @@ class TestGrading:
         log = tmp_path / "test_output.txt"
         log.write_text(si.render_test_output(row, True).split(">>>>> End Test Output")[0])
         pred = {"instance_id": row["instance_id"], "model_name_or_path": "m", "model_patch": "x"}
-        report = harness.grade_test_output(row, pred, log)[row["instance_id"]]
+        report = swe_logs.grade_test_output(row, pred, log)[row["instance_id"]]
         assert report["resolved"] is False and report["patch_successfully_applied"] is False
 
 
@@ -339,7 +341,7 @@ class TestCollectAndFinalize:
         first = harness.collect_attempt(opts, run.root, "org/model", 1, argv=["p"], returncode=0)
         assert first.error_ids == ("psf__requests-2317", "sympy__sympy-20590")
         # the rerun's final report over the same logs, as swebench writes it
-        harness.write_final_report(
+        swe_logs.write_final_report(
             {i: {"instance_id": i, "model_name_or_path": "org/model", "model_patch": si.PATCH}
              for i in ids},
             [si.rows_by_id()[i] for i in ids], "r", run.root, run.root / "reports/attempt2",

@@ -29,11 +29,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from report_inputs import check_run, functional_passing, swe
-from swe_inputs import DATASET
 
 from rlgate.cli.app import main
 from rlgate.testing.corpus import Fault
+
+from .helpers.report_inputs import check_run, functional_passing, swe
+from .helpers.swe_inputs import DATASET
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "recipes"

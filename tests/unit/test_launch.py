@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from launch_fixtures import (
+
+from rlgate.cli.app import main
+from rlgate.core.errors import LaunchError, RecipeError
+from rlgate.launch.job import Phase
+from rlgate.launch.manifest import MANIFEST_NAME, Backend, RunStatus, load_manifest
+from rlgate.launch.plan import DEFAULT_ENTRYPOINT, backend_for, launch, plan_launch, read_git_info
+from rlgate.launch.site import SiteConfig, load_site_config
+from rlgate.launch.watch import watch_run
+
+from .helpers.launch_fixtures import (
     ONE_NODE,
     STANDIN,
     TARGET,
@@ -22,14 +31,6 @@ from launch_fixtures import (
     swe_env,
     wait_for,
 )
-
-from rlgate.cli.app import main
-from rlgate.core.errors import LaunchError, RecipeError
-from rlgate.launch.job import Phase
-from rlgate.launch.manifest import MANIFEST_NAME, Backend, RunStatus, load_manifest
-from rlgate.launch.plan import DEFAULT_ENTRYPOINT, backend_for, launch, plan_launch, read_git_info
-from rlgate.launch.site import SiteConfig, load_site_config
-from rlgate.launch.watch import watch_run
 
 ROOT = Path(__file__).parents[2]
 

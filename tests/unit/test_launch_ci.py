@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from launch_fixtures import ROOT, STANDIN, TARGET, swe_env
 
 from rlgate.cli.app import build_parser
+
+from .helpers.launch_fixtures import ROOT, STANDIN, TARGET, swe_env
 
 SCRIPTS = ROOT / "ci" / "scripts"
 JOB_SCRIPTS = {"ci/scripts/nightly_convergence.sh", "ci/scripts/release_gate.sh"}

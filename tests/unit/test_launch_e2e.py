@@ -14,7 +14,11 @@ import shlex
 from pathlib import Path
 
 import pytest
-from launch_fixtures import (
+
+from rlgate.cli.app import main
+from rlgate.launch.site import SiteConfig
+
+from .helpers.launch_fixtures import (
     KNOWN_BAD,
     ONE_NODE,
     ROOT,
@@ -24,9 +28,6 @@ from launch_fixtures import (
     slurm_site,
     swe_env,
 )
-
-from rlgate.cli.app import main
-from rlgate.launch.site import SiteConfig
 
 
 def tokenizer_root(config: pytest.Config) -> str:

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pytest
 import ray
-from launch_fixtures import ONE_NODE, STANDIN, TARGET, swe_env
 
 from rlgate.cli.app import main
 from rlgate.core.errors import ExitCode, InfraError
@@ -34,6 +33,8 @@ from rlgate.launch.plan import backend_for, launch, plan_launch
 from rlgate.launch.ray_jobs import RayBackend, submission_id
 from rlgate.launch.site import RaySite, SiteConfig
 from rlgate.launch.watch import watch_run
+
+from .helpers.launch_fixtures import ONE_NODE, STANDIN, TARGET, swe_env
 
 
 def free_port() -> int:
@@ -171,7 +172,7 @@ class TestRayBackend:
         deadline = time.monotonic() + 60
         while backend.poll(manifest).phase.value != "running" and time.monotonic() < deadline:
             time.sleep(0.5)
-        backend.stop(manifest)
+        backend.cancel(manifest)
         result = watch_run(plan.run_dir, interval=0.5, timeout=120)
         assert result.status is RunStatus.FAILED and "stopped" in result.message
 

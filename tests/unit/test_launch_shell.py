@@ -20,14 +20,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from launch_fixtures import (
-    ONE_NODE,
-    nemo_rl_checkout,
-    recipe_named,
-    slurm_site,
-    swe_env,
-    wait_for,
-)
 
 from rlgate.core.errors import LaunchError
 from rlgate.launch.manifest import Backend
@@ -35,6 +27,15 @@ from rlgate.launch.plan import backend_for, launch, plan_launch
 from rlgate.launch.shell import Line, Words, code, comment, export, require_env, script
 from rlgate.launch.site import SiteConfig
 from rlgate.launch.slurm import render_sbatch_script
+
+from .helpers.launch_fixtures import (
+    ONE_NODE,
+    nemo_rl_checkout,
+    recipe_named,
+    slurm_site,
+    swe_env,
+    wait_for,
+)
 
 MARKER = "PWNED"
 HOSTILE_NAMES = {

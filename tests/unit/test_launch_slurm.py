@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from launch_fixtures import STANDIN, TARGET, nemo_rl_checkout, slurm_site
 
 from rlgate.cli.app import main
 from rlgate.core.errors import LaunchError
 from rlgate.launch.manifest import Backend, load_manifest
-from rlgate.launch.plan import launch, plan_launch
-from rlgate.launch.site import load_site_config
+from rlgate.launch.plan import backend_for, launch, plan_launch
+from rlgate.launch.site import SiteConfig, load_site_config
 from rlgate.launch.slurm import (
     format_time_limit,
     parse_job_ids,
@@ -30,6 +29,8 @@ from rlgate.launch.slurm import (
     parse_squeue,
     render_sbatch_script,
 )
+
+from .helpers.launch_fixtures import STANDIN, TARGET, nemo_rl_checkout, slurm_site
 
 
 @pytest.fixture
@@ -231,6 +232,27 @@ class TestSubmissionWiring:
         ran = subprocess.run(["bash", str(driver)], capture_output=True, text=True, env=env)
         assert ran.returncode == 0, ran.stderr
         assert list((plan.log_dir / "exp_001" / "tensorboard").glob("events.out.tfevents.*"))
+
+    def test_cancel_scancels_every_job_of_the_chain(
+        self, tmp_path: Path, checkout: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A stalled chain is cancelled whole (the later jobs depend on the stalled one)."""
+        record = tmp_path / "scancel.argv"
+        fake_bin = tmp_path / "bin"
+        fake_bin.mkdir()
+        for name, body in {
+            "sbatch": 'echo "$RANDOM$RANDOM;cluster0"\n',
+            "scancel": f'printf "%s\\n" "$@" > {record}\n',
+        }.items():
+            tool = fake_bin / name
+            tool.write_text(f"#!/usr/bin/env bash\n{body}")
+            tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+        monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
+        manifest = launch(plan_slurm(tmp_path, checkout, steps=4, steps_per_run=2))
+        assert len(manifest.job_ids) == 2
+        backend = backend_for(Backend.SLURM, SiteConfig())
+        assert backend.cancel(manifest) == f"scancel {' '.join(manifest.job_ids)}"
+        assert record.read_text().split() == manifest.job_ids
 
 
 class TestSlurmOutputParsers:

@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 import pytest
-from mlperf_runs import BATCH_SIZES, SEEDS, mlperf_plan, mlperf_run
 
 from rlgate.checks.perf import (
     Band,
@@ -32,6 +31,8 @@ from rlgate.core.results import Outcome, Tier
 from rlgate.recipe.spec import Direction
 from rlgate.runs.metrics import MetricSeries
 from rlgate.testing.perturb import flatten_series, scale_series
+
+from .helpers.mlperf_runs import BATCH_SIZES, SEEDS, mlperf_plan, mlperf_run
 
 STEP_TIME = "timing/train/total_step_time"
 

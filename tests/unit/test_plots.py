@@ -4,14 +4,15 @@ import io
 import json
 
 import pytest
-import report_inputs as ri
-from corpus_build import corpus
 from PIL import Image
 
 from rlgate.report.inputs import load_run_doc, load_swe_doc
 from rlgate.report.plots import render_all, value_bounds, wilson_interval
 from rlgate.runs.metrics import load_run
 from rlgate.testing.corpus import Fault
+
+from .helpers import report_inputs as ri
+from .helpers.corpus_build import corpus
 
 
 def _full(demo=False):
@@ -82,3 +83,21 @@ class TestWilsonInterval:
         ref = proportion_confint(round(rate * n), n, alpha=0.05, method="wilson")
         assert (lo, hi) == pytest.approx(ref, abs=1e-3)
         assert (lo, hi) == pytest.approx((low, high), abs=1e-3)
+
+    @pytest.mark.parametrize(
+        ("rate", "n"),
+        [
+            pytest.param(0.0, 100, id="none_resolved"),
+            pytest.param(1.0, 100, id="all_resolved"),
+            pytest.param(0.5, 1, id="one_instance"),
+            pytest.param(1 / 3, 3, id="thirds"),
+            pytest.param(0.123, 2_294, id="swe_bench_full"),
+        ],
+    )
+    def test_wilson_interval_is_statsmodels_proportion_confint(self, rate, n):
+        """statsmodels' own interval (z = norm.ppf(0.975), not a rounded 1.96), within [0, 1]."""
+        from statsmodels.stats.proportion import proportion_confint
+
+        ref = proportion_confint(rate * n, n, alpha=0.05, method="wilson")
+        assert wilson_interval(rate, n) == (float(ref[0]), float(ref[1]))
+        assert 0.0 <= wilson_interval(rate, n)[0] <= rate <= wilson_interval(rate, n)[1] <= 1.0

@@ -10,12 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from corpus_build import corpus
 
 from rlgate.checks.plan import load_inputs, load_plan, run_gate
 from rlgate.core.results import Outcome
 from rlgate.recipe.load import recipe_files, recipe_tiers
 from rlgate.testing.corpus import Fault
+
+from .helpers.corpus_build import corpus
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = (
@@ -83,6 +84,6 @@ class TestRecipeCoverage:
             gate = load_recipe(path).gate
             for tier in ("convergence", "perf"):
                 if tier in tiers:
-                    assert gate.get(tier), (
+                    assert getattr(gate, tier), (
                         f"{path.name} lists {tier} but has no rlgate.{tier} block"
                     )

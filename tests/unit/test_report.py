@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import report_inputs as ri
 from junitparser import JUnitXml
 
 from rlgate.cli.app import main
@@ -30,6 +29,8 @@ from rlgate.report.build import (
 )
 from rlgate.report.build import decide as decide_verdict
 from rlgate.testing.corpus import Fault
+
+from .helpers import report_inputs as ri
 
 XSD = Path(os.environ.get("RLGATE_JUNIT_XSD", Path(sys.prefix) / "share/rlgate/junit-10.xsd"))
 XSD_HINT = (

@@ -10,8 +10,9 @@ import subprocess
 
 import numpy as np
 import pytest
-from demo_build import demo_without_functional
 from PIL import Image
+
+from .helpers.demo_build import demo_without_functional
 
 WIDTH, HEIGHT = 1280, 2000
 INSTALL = "apt-get update && apt-get install -y --no-install-recommends chromium"

@@ -19,13 +19,14 @@ edit one field of a real document, the way a hand-edited or stale file would loo
 import json
 
 import pytest
-import report_inputs as ri
 from junitparser import JUnitXml, Properties, Property, TestCase, TestSuite
 
 from rlgate.cli.app import main
 from rlgate.core.results import Tier
 from rlgate.report.build import BlockerKind, Verdict, build_report
 from rlgate.swe.records import InstanceSet
+
+from .helpers import report_inputs as ri
 
 
 def _edited_swe(tmp_path, edit, kind="improved", name="swe.json"):

@@ -20,12 +20,13 @@ import os
 from pathlib import Path
 
 import pytest
-import report_inputs as ri
 
 from rlgate.cli.app import main
 from rlgate.report.build import OUT_MARKER, prepare_out_dir
 from rlgate.report.inputs import MAX_JSON_BYTES, MAX_JUNIT_BYTES
 from rlgate.testing.corpus import Fault
+
+from .helpers import report_inputs as ri
 
 
 def _run(capsys, args):

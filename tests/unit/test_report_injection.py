@@ -24,7 +24,6 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-import report_inputs as ri
 from junitparser import Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
 from markdown_it import MarkdownIt
 
@@ -32,6 +31,8 @@ from rlgate.cli.app import main
 from rlgate.core.text import md_code, md_text
 from rlgate.report.build import build_report, prepare_out_dir, write_report
 from rlgate.testing.corpus import Fault
+
+from .helpers import report_inputs as ri
 
 # Every string is something a JUnit or JSON written elsewhere can carry. XML 1.0 cannot
 # carry ESC or most C0 controls, so the terminal escapes go through the JSON inputs.

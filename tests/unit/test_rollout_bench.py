@@ -10,16 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rollout_measured import (
-    GYM_MS,
-    INCREMENTAL_MS,
-    PROMPT_TOKENS,
-    RENDER_MS,
-    STREAMING_US,
-    TOKENIZE_MS,
-    measured_bench,
-    parse_run,
-)
 
 from rlgate.bench.gate import compare_metrics
 from rlgate.bench.rollout import (
@@ -36,6 +26,17 @@ from rlgate.bench.rollout import (
 from rlgate.core.errors import RecipeError, RlgateError
 from rlgate.core.results import Outcome
 from rlgate.recipe.load import load_recipe
+
+from .helpers.rollout_measured import (
+    GYM_MS,
+    INCREMENTAL_MS,
+    PROMPT_TOKENS,
+    RENDER_MS,
+    STREAMING_US,
+    TOKENIZE_MS,
+    measured_bench,
+    parse_run,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPES = REPO / "recipes"

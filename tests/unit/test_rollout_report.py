@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from rollout_measured import GYM_MS, PARSER_LENGTHS, PROMPT_TOKENS, measured_bench
 
 from rlgate.bench.gate import compare_metric, load_baseline
 from rlgate.bench.report import bench_summary, plot_bench, render_bench, render_verdicts
 from rlgate.bench.rollout import FULL_PASSES_PER_CALL
 from rlgate.core.errors import RlgateError
+
+from .helpers.rollout_measured import GYM_MS, PARSER_LENGTHS, PROMPT_TOKENS, measured_bench
 
 CLI_FIELDS = (
     "turns",

@@ -14,8 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
+from scipy.optimize import brentq
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
+from rlgate.core import resampling
 from rlgate.swe import stats
 
 SIM_SEED = 20260901
@@ -66,6 +68,29 @@ class TestMcnemarExact:
 
     def test_mcnemar_exact_without_discordant_pairs_is_one(self):
         assert stats.mcnemar_exact(0, 0) == 1.0
+
+    @pytest.mark.parametrize(
+        ("b", "c"),
+        [
+            pytest.param(0, 1, id="n1_gain"),
+            pytest.param(1, 0, id="n1_loss"),
+            pytest.param(1, 1, id="n2_tie"),
+            pytest.param(0, 2, id="n2_all_gains"),
+            pytest.param(17, 18, id="near_tie_17_18"),
+            pytest.param(50, 49, id="near_tie_50_49"),
+            pytest.param(58, 59, id="near_tie_58_59"),
+            pytest.param(0, 1075, id="underflow_to_zero"),
+            pytest.param(49_999, 50_001, id="huge_n_tie"),
+            pytest.param(48_000, 52_000, id="huge_n_effect"),
+        ],
+    )
+    def test_mcnemar_exact_is_statsmodels_mcnemar_at_the_edges(self, b, c):
+        """statsmodels' exact McNemar, bit for bit; binomtest's p to 1e-12 relative."""
+        assert stats.mcnemar_exact(b, c) == sm_mcnemar([[0, b], [c, 0]], exact=True).pvalue
+        assert stats.mcnemar_exact(b, c) == pytest.approx(sps.binomtest(c, b + c).pvalue, rel=1e-12)
+
+    def test_mcnemar_exact_is_statsmodels_without_discordant_pairs(self):
+        assert stats.mcnemar_exact(0, 0) == sm_mcnemar([[7, 0], [0, 9]], exact=True).pvalue == 1.0
 
     def test_mcnemar_exact_rejects_negative_counts(self):
         with pytest.raises(ValueError, match=">= 0"):
@@ -126,7 +151,7 @@ class TestPairedBootstrap:
     def test_paired_bootstrap_means_chunked_equals_expected_distribution(self, monkeypatch):
         d = np.random.default_rng(2).integers(-1, 2, size=400).astype(float)
         whole = stats.paired_bootstrap_means(d, n_resamples=3000, seed=3)
-        monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 4000)  # force 300 chunks of 10 rows
+        monkeypatch.setattr(resampling, "CHUNK_ELEMENTS", 4000)  # force 300 chunks of 10 rows
         chunked = stats.paired_bootstrap_means(d, n_resamples=3000, seed=3)
         assert chunked.shape == (3000,)
         assert np.mean(chunked) == pytest.approx(np.mean(whole), abs=3 * np.std(d) / 20 / 50)
@@ -148,6 +173,20 @@ class TestPairedBootstrap:
     def test_paired_bootstrap_ci_rejects_empty_input(self):
         with pytest.raises(ValueError, match="empty"):
             stats.paired_bootstrap_ci([])
+
+
+class TestSharedResampling:
+    def test_paired_bootstrap_means_are_the_shared_bootstrap(self):
+        d = np.random.default_rng(6).integers(-1, 2, size=700).astype(float)
+        ours = stats.paired_bootstrap_means(d, n_resamples=2500, seed=11)
+        shared = resampling.bootstrap_means(d, 2500, np.random.default_rng(11))
+        assert np.array_equal(ours, shared)
+
+    def test_paired_sign_flip_keeps_its_p_value_when_drawn_in_many_blocks(self, monkeypatch):
+        d = np.random.default_rng(8).normal(0.01, 0.3, size=333)
+        whole = stats.paired_sign_flip_test(d, n_resamples=5000, seed=2)
+        monkeypatch.setattr(resampling, "CHUNK_ELEMENTS", 1000)  # blocks of 3 rows
+        assert stats.paired_sign_flip_test(d, n_resamples=5000, seed=2) == whole
 
 
 class TestPairedSignFlip:
@@ -245,6 +284,58 @@ class TestMinimumDetectableDifference:
 
     def test_mde_exact_mcnemar_is_none_when_nothing_is_detectable(self):
         assert stats.mde_exact_mcnemar(10, 0.1) is None
+
+    @pytest.mark.parametrize(
+        ("n", "psi"),
+        [
+            pytest.param(100, 0.10, id="n100"),
+            pytest.param(500, 0.15, id="n500"),
+            pytest.param(2_294, 0.15, id="swe_bench_full"),
+            pytest.param(250, 1.0, id="every_pair_discordant"),
+            pytest.param(stats.MAX_EXACT_N, 0.07, id="largest_n"),
+        ],
+    )
+    def test_mde_exact_mcnemar_is_the_root_of_the_exact_power(self, n, psi):
+        """brentq to 1e-10: the exact power at the MDE is the target to 1e-9 (bisection: 1e-5)."""
+        mde = stats.mde_exact_mcnemar(n, psi)
+        assert stats.mcnemar_power(n, psi, mde) == pytest.approx(0.8, abs=1e-9)
+
+    def test_mde_exact_mcnemar_is_zero_when_no_difference_already_has_the_power(self):
+        # power <= alpha / 2: delta = 0 already rejects often enough (the bisection gave ~1e-6)
+        assert stats.mde_exact_mcnemar(100, 0.25, alpha=0.99, power=0.01) == 0.0
+
+    def test_mde_exact_mcnemar_of_one_instance_detects_nothing(self):
+        assert stats.mde_exact_mcnemar(1, 0.15) is None
+        assert stats.minimum_detectable_difference(1, 0.15).mde is None
+
+    @pytest.mark.parametrize(
+        ("n", "psi", "alpha", "power"),
+        [
+            pytest.param(500, 0.15, 0.05, 0.8, id="reference"),
+            pytest.param(100, 0.25, 0.01, 0.9, id="strict"),
+            pytest.param(stats.MAX_EXACT_N, 0.07, 0.05, 0.8, id="largest_n"),
+            pytest.param(40, 1.0, 0.05, 0.8, id="psi_one"),
+        ],
+    )
+    def test_mde_connor_solves_its_equation_in_closed_form(self, n, psi, alpha, power):
+        """Squaring Connor's equation gives a quadratic in d; brentq finds its root."""
+        za, zb = sps.norm.ppf(1 - alpha / 2), sps.norm.ppf(power)
+        closed = (za * math.sqrt(n * psi) + zb * math.sqrt(psi * (n - za**2 + zb**2))) / (n + zb**2)
+        assert stats.mde_connor(n, psi, alpha=alpha, power=power) == pytest.approx(closed, rel=1e-9)
+
+    def test_mde_connor_without_a_root_below_the_discordance_is_the_discordance(self):
+        # n = 1: n d^2 < rhs for every d <= psi (brentq has no bracket; the bisection gave psi)
+        assert stats.mde_connor(1, 0.15) == 0.15
+
+    def test_mde_connor_agrees_with_a_direct_brentq_at_the_edges(self):
+        for n, psi in ((2, 1.0), (30, 0.5), (100_000, 0.01)):
+            za, zb = sps.norm.ppf(0.975), sps.norm.ppf(0.8)
+
+            def excess(d, n=n, psi=psi, za=za, zb=zb):
+                return n * d * d - (za * math.sqrt(psi) + zb * math.sqrt(psi - d * d)) ** 2
+
+            root = brentq(excess, 0.0, psi, xtol=1e-12) if excess(psi) >= 0 else psi
+            assert stats.mde_connor(n, psi) == pytest.approx(root, abs=1e-9), (n, psi)
 
     def test_minimum_detectable_difference_picks_exact_for_one_seed(self):
         one = stats.minimum_detectable_difference(500, 0.15, seeds=1)

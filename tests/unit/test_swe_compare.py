@@ -8,7 +8,6 @@ import json
 
 import numpy as np
 import pytest
-import swe_inputs as si
 from scipy import stats as sps
 
 from rlgate.core.errors import SweError
@@ -16,6 +15,8 @@ from rlgate.core.results import Outcome as CheckOutcome
 from rlgate.swe.compare import Criterion, GateOptions, Verdict, compare_arms
 from rlgate.swe.readers import load_arm
 from rlgate.swe.records import Outcome, load_universe
+
+from .helpers import swe_inputs as si
 
 FIRST_ATTEMPT_SEED = 333
 FAST = GateOptions(n_resamples=2000)

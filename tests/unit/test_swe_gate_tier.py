@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import swe_inputs as si
 from junitparser import Error, Failure, JUnitXml, Properties, Skipped
+
+from .helpers import swe_inputs as si
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRITERIA = {

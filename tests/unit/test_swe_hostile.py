@@ -17,11 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import swe_inputs as si
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlgate.cli.app import main
+
+from .helpers import swe_inputs as si
 
 # A hand-made universe (not Verified ids): fast to load, and each test states its rows.
 IDS = ("alpha__one-1", "alpha__one-2", "beta__two-3")

@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import pytest
-import swe_inputs as si
 from junitparser import Error, Failure, JUnitXml, Properties
 
 from rlgate.core.junit import read_junit
@@ -19,6 +18,8 @@ from rlgate.swe.report import (
     comparison_to_dict,
     render_swe_summary,
 )
+
+from .helpers import swe_inputs as si
 
 REPORT_SEED = 77
 

@@ -11,12 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
-import swe_inputs as si
 
 from rlgate.core.errors import SweError
 from rlgate.swe import readers as _swe_formats
 from rlgate.swe.readers import load_arm, load_runs
 from rlgate.swe.records import InputFormat, Outcome, load_universe
+
+from .helpers import swe_inputs as si
+from .helpers import swe_logs
 
 # sha256 of the v5 Verified parquet recorded in swebench.md section 1.7
 VERIFIED_SHA256 = "9cf3c8d406a3878dffdec80e1933b2601d00fd5868aabbe6f268c0a29484f21a"
@@ -224,12 +226,10 @@ class TestLogDir:
 
     def test_log_dir_graded_with_other_labels_is_a_revision_mismatch(self, universe, tmp_path):
         """A report graded against another dataset revision lists other F2P tests."""
-        from rlgate.swe.harness import write_instance_logs
-
         row = dict(si.rows_by_id()["django__django-11099"])
         row["FAIL_TO_PASS"] = json.dumps(json.loads(row["FAIL_TO_PASS"])[:-1])  # old labels
         pred = {"instance_id": row["instance_id"], "model_name_or_path": "m", "model_patch": "x"}
-        write_instance_logs(tmp_path, "r", pred, row, si.render_test_output(row, True))
+        swe_logs.write_instance_logs(tmp_path, "r", pred, row, si.render_test_output(row, True))
         (run,) = load_runs(tmp_path / "logs/run_evaluation/r", universe)
         assert run.label_mismatch == ("django__django-11099",)
 

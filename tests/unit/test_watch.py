@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
-from launch_fixtures import ONE_NODE, STANDIN, TARGET, local_site, stop_local_run
 
 from rlgate.cli.app import main
 from rlgate.core.errors import ExitCode, LaunchError
 from rlgate.launch.job import JobState, Phase
+from rlgate.launch.local import LocalBackend
 from rlgate.launch.manifest import MANIFEST_NAME, Backend, RunStatus, load_manifest
 from rlgate.launch.plan import initial_manifest, launch, plan_launch
 from rlgate.launch.watch import (
@@ -19,10 +20,14 @@ from rlgate.launch.watch import (
     Progress,
     classify_failure,
     judge,
+    judge_stall,
     read_progress,
     watch_run,
 )
+from rlgate.runs.metrics import load_run
 from rlgate.testing.corpus import Fault, Profile, write_run
+
+from .helpers.launch_fixtures import ONE_NODE, STANDIN, TARGET, local_site, stop_local_run, wait_for
 
 OOM = FailureCause("gpu_out_of_memory", True, "torch.OutOfMemoryError: CUDA out of memory", "log")
 BUG = FailureCause("exception", False, "KeyError: 'train/loss'", "log")
@@ -128,12 +133,23 @@ class TestClassifyFailure:
 class TestReadProgress:
     def test_progress_reads_train_loss_of_a_tensorboard_run(self, tmp_path: Path) -> None:
         write_run(tmp_path / "logs", Fault.STOPPED_EARLY, seed=1, profile=Profile(steps=10))
-        assert read_progress(tmp_path / "logs") == Progress(6, "train/loss")
+        progress = read_progress(tmp_path / "logs")
+        assert (progress.last_step, progress.metric, progress.note) == (6, "train/loss", "")
+        step_times = load_run(tmp_path / "logs").series["timing/train/total_step_time"].values
+        assert progress.median_step_seconds == pytest.approx(float(np.median(step_times)))
+        newest = max(p.stat().st_mtime for p in (tmp_path / "logs").rglob("events.out.*"))
+        assert progress.updated_at == newest
 
     def test_progress_falls_back_to_another_train_tag(self, tmp_path: Path) -> None:
         metrics = tmp_path / "metrics.json"
         metrics.write_text(json.dumps({"train/reward": {"1": 0.2, "2": 0.3}, "ray/x": {"90": 1}}))
-        assert read_progress(metrics) == Progress(2, "train/reward")
+        progress = read_progress(metrics)
+        assert (progress.last_step, progress.metric, progress.median_step_seconds) == (
+            2,
+            "train/reward",
+            None,  # no timing/train/total_step_time logged: only --stall-minutes applies
+        )
+        assert progress.updated_at == metrics.stat().st_mtime
 
     @pytest.mark.parametrize(
         ("fault", "expected"),
@@ -356,3 +372,81 @@ class TestHostileManifests:
         assert info.value.code == 2
         err = capsys.readouterr().err
         assert f"argument {option}: must be" in err, err
+
+
+class TestStalled:
+    """A wedged run (alive, no new step) is told apart from a crashed one: ``stalled``, exit 3."""
+
+    def _progress(self, median: float | None, updated_at: float | None) -> Progress:
+        return Progress(7, "train/loss", "", median, updated_at)
+
+    def test_no_new_step_for_k_median_step_times_is_stalled(self) -> None:
+        why = judge_stall(
+            self._progress(400.0, 10_000.0),
+            now=10_000.0 + 5 * 400 + 1,
+            watching_since=0.0,
+            stall_factor=5.0,
+            stall_minutes=None,
+        )
+        assert why is not None and why.startswith("stalled: last step 7, no new step for 33.4 min")
+        assert "5 x its median step time 400 s" in why
+
+    def test_a_slow_step_within_the_factor_is_not_stalled(self) -> None:
+        progress = self._progress(400.0, 10_000.0)
+        kwargs = {"watching_since": 0.0, "stall_factor": 5.0, "stall_minutes": None}
+        assert judge_stall(progress, now=10_000.0 + 5 * 400 - 1, **kwargs) is None
+
+    def test_stall_minutes_applies_before_the_first_step(self) -> None:
+        progress = Progress(None, None, "no TensorBoard event files")
+        kwargs = {"stall_factor": 5.0, "stall_minutes": 30.0}
+        assert judge_stall(progress, now=1000.0 + 29 * 60, watching_since=1000.0, **kwargs) is None
+        why = judge_stall(progress, now=1000.0 + 31 * 60, watching_since=1000.0, **kwargs)
+        assert why is not None and why.startswith("stalled: no step, no new step for 31.0 min")
+
+    def test_the_tighter_limit_is_named(self) -> None:
+        why = judge_stall(
+            self._progress(400.0, 0.0),
+            now=3 * 3600.0,
+            watching_since=0.0,
+            stall_factor=5.0,
+            stall_minutes=60.0,
+        )
+        assert why is not None and "limit 33.3 min: 5 x its median step time" in why
+
+    def test_cli_default_factor_is_the_library_default(self) -> None:
+        from rlgate.cli.runs import STALL_FACTOR
+        from rlgate.launch.watch import DEFAULT_STALL_FACTOR
+
+        assert STALL_FACTOR == DEFAULT_STALL_FACTOR
+
+    def test_a_wedged_local_run_is_stalled_and_cancel_stalled_kills_it(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        run = launch_local(tmp_path, "--stop-at-step", "2", "--hang", steps=4)
+        manifest = load_manifest(run)
+        try:
+            wait_for(lambda: read_progress(manifest.log_dir).last_step == 2)
+            code = main(
+                ["watch", str(run), "--interval", "0.2", "--stall-minutes", "0.02",
+                 "--cancel-stalled"]
+            )  # fmt: skip
+            out = capsys.readouterr().out
+            assert code == ExitCode.INFRA
+            assert "run: STALLED: stalled: last step 2, no new step for" in out
+            assert "--stall-minutes 0.02" in out and "cancelled: process group" in out
+            saved = load_manifest(run)
+            assert saved.status is RunStatus.STALLED and saved.last_step == 2
+            wait_for(lambda: not LocalBackend._alive(saved), timeout=30)
+        finally:
+            stop_local_run(run)
+
+    def test_without_cancel_the_stalled_run_keeps_running(self, tmp_path: Path) -> None:
+        run = launch_local(tmp_path, "--stop-at-step", "1", "--hang", steps=4)
+        try:
+            wait_for(lambda: read_progress(load_manifest(run).log_dir).last_step == 1)
+            result = watch_run(run, interval=0.2, stall_minutes=0.02)
+            assert (result.status, result.exit_code) == (RunStatus.STALLED, ExitCode.INFRA)
+            assert "still running (rerun with --cancel-stalled" in result.message
+            assert LocalBackend._alive(load_manifest(run))
+        finally:
+            stop_local_run(run)

@@ -48,7 +48,7 @@ from rlgate.bench.trajectory import (
     trajectory_spec,
 )
 from rlgate.core.errors import RecipeError
-from rlgate.recipe.load import Recipe, get_path
+from rlgate.recipe.load import Recipe
 from rlgate.serving.contiguity import LoopContext, vllm_conversation
 from rlgate.serving.setup import ServingSetup
 from rlgate.serving.templates import (
@@ -278,7 +278,7 @@ def tokenizer_unavailable(recipe: Recipe, tokenizer_root: str | Path | None) -> 
     A local folder under ``tokenizer_root`` or the HF cache makes it available; so does a
     reachable hub (``HF_HUB_OFFLINE`` unset), in which case a failed load is an error.
     """
-    model_id = tokenizer_model_id(recipe.config)
+    model_id = tokenizer_model_id(recipe.facts)
     if Path(resolve_tokenizer_source(model_id, tokenizer_root)).is_dir():
         return None
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in {"1", "true", "yes", "on"}:
@@ -304,27 +304,15 @@ class ClusterShape:
     vllm_servers: int | None  # generation GPUs / (TP x PP): one HTTP front-end each
 
 
-def _int(cfg: dict[str, Any], key: str) -> int | None:
-    value = get_path(cfg, key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
 def cluster_shape(recipe: Recipe) -> ClusterShape:
-    """Read the rollout count per step, Gym concurrency and generation topology."""
-    cfg = recipe.config
-    prompts, gens = (
-        _int(cfg, "grpo.num_prompts_per_step"),
-        _int(cfg, "grpo.num_generations_per_prompt"),
-    )
+    """The rollout count per step, Gym concurrency and generation topology of ``recipe``."""
     conc = [s.config.get("concurrency") for s in agent_servers(recipe)]
     conc = [c for c in conc if isinstance(c, int) and not isinstance(c, bool) and c > 0]
-    nodes = _int(cfg, "policy.generation.colocated.resources.num_nodes")
-    per_node = _int(cfg, "policy.generation.colocated.resources.gpus_per_node")
-    tp = _int(cfg, "policy.generation.vllm_cfg.tensor_parallel_size") or 1
-    pp = _int(cfg, "policy.generation.vllm_cfg.pipeline_parallel_size") or 1
-    servers = (nodes * per_node) // (tp * pp) if nodes and per_node else None
-    rollouts = prompts * gens if prompts and gens else None
-    return ClusterShape(rollouts, max(conc, default=None), servers or None)
+    return ClusterShape(
+        recipe.facts.grpo.rollouts_per_step,
+        max(conc, default=None),
+        recipe.facts.policy.generation.vllm_servers,
+    )
 
 
 @dataclass(frozen=True, slots=True)

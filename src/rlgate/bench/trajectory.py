@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rlgate.core.errors import RecipeError, RlgateError
-from rlgate.recipe.load import Recipe, get_path
+from rlgate.recipe.load import Recipe
 from rlgate.serving.contiguity import (
     Call,
     LoopContext,
@@ -204,8 +204,8 @@ class TrajectorySpec:
 
 def agent_servers(recipe: Recipe) -> list[GymServer]:
     """The recipe's Gym agent servers (merged with nemo-gym's YAML defaults)."""
-    nemo_gym = get_path(recipe.config, "env.nemo_gym")
-    if not get_path(recipe.config, "env.should_use_nemo_gym") or not isinstance(nemo_gym, dict):
+    nemo_gym = recipe.facts.env.gym
+    if nemo_gym is None:
         return []
     return [s for s in gym_servers(nemo_gym) if s.server_type == "responses_api_agents"]
 
@@ -219,17 +219,17 @@ def trajectory_spec(recipe: Recipe, turns: int | None = None) -> TrajectorySpec:
     """
     limits = [s.config.get("agent_max_turns") for s in agent_servers(recipe)]
     limits = [t for t in limits if isinstance(t, int) and not isinstance(t, bool) and t > 0]
-    total = get_path(recipe.config, "policy.max_total_sequence_length")
+    total = recipe.facts.policy.max_total_sequence_length
     if not limits:
         raise RecipeError(
             f"{recipe.name}: no Gym agent sets agent_max_turns "
             "(env.nemo_gym.<agent>.responses_api_agents.<impl>.agent_max_turns)",
             hint="the rollout-path bench sizes trajectories by the agent's turn limit",
         )
-    if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+    if total is None:
         raise RecipeError(
             f"{recipe.name}: policy.max_total_sequence_length must be a positive integer, "
-            f"got {total!r}"
+            "got none (absent, null or an unresolved interpolation)"
         )
     max_turns = max(limits)
     if turns is not None and not 2 <= turns <= max_turns:

@@ -31,6 +31,7 @@ import numpy as np
 from scipy import stats
 
 from rlgate.checks.conditions import evaluate_condition, first_nonfinite, window_mask
+from rlgate.core.resampling import bootstrap_means
 from rlgate.core.results import Op, Outcome, Result, Tier
 from rlgate.recipe.conditions import Condition, Reducer, SeriesCall
 from rlgate.recipe.facts import RunContext, is_finite_number
@@ -257,8 +258,8 @@ def _late_vs_early(series: MetricSeries, spec: RewardSpec) -> _Improvement | str
         p = float(stats.mannwhitneyu(late, early, alternative="greater").pvalue)
     else:
         rng = np.random.default_rng(0)  # fixed: the gate must be reproducible
-        late_means = rng.choice(late, (10_000, late.size)).mean(axis=1)
-        early_means = rng.choice(early, (10_000, early.size)).mean(axis=1)
+        late_means = bootstrap_means(late, 10_000, rng)
+        early_means = bootstrap_means(early, 10_000, rng)
         p = float(np.mean(late_means - early_means <= 0.0))
     how = (
         f"late mean {late.mean():.4g} vs early mean {early.mean():.4g} "

@@ -51,8 +51,8 @@ from rlgate.core.io import SCHEMA_VERSION
 from rlgate.core.junit import JunitCase, JunitSuite, write_junit
 from rlgate.core.results import CHECK_TIERS, Op, Outcome, Result, Tier
 from rlgate.core.results import render_table as _render_results
-from rlgate.recipe.facts import RunContext, context_from_config
-from rlgate.recipe.spec import BandMethod, GateSpec, parse_gate
+from rlgate.recipe.facts import RunContext
+from rlgate.recipe.spec import BandMethod, GateSpec
 from rlgate.runs.metrics import RunMetrics, load_run
 from rlgate.runs.rollouts import ROLLOUT_CHECKS, RolloutReport, load_rollouts
 
@@ -233,19 +233,11 @@ def load_plan(
     max_steps: int | None = None,
     overrides: Sequence[str] = (),
 ) -> GatePlan:
-    """Load a recipe (``rlgate.recipe.load.load_recipe``), validate its gate block, plan it."""
+    """Load a recipe (``rlgate.recipe.load.load_recipe`` validates it) and plan its gate."""
     from rlgate.recipe.load import load_recipe
 
     recipe = load_recipe(recipe_path, overrides)
-    gate = parse_gate(recipe.gate, recipe=recipe.name)
-    ctx = context_from_config(
-        recipe.config,
-        recipe=recipe.name,
-        gate=gate,
-        max_steps=max_steps,
-        base_dir=Path(recipe.path).parent,
-    )
-    return plan_gate(gate, ctx)
+    return plan_gate(recipe.gate, recipe.run_context(max_steps))
 
 
 def band_run_paths(plan: GatePlan, given: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from rlgate.core.errors import RecipeError
 from rlgate.recipe.findings import Finding, Severity
-from rlgate.recipe.load import functional_gate, get_path
+from rlgate.recipe.load import functional_gate
 from rlgate.serving.contiguity import (
     SCENARIOS,
     Call,
@@ -58,12 +58,10 @@ def check_budget(setup: ServingSetup) -> list[Finding]:
 
     (The config-only length checks are ``rlgate.checks.recipe_rules.check_lengths``.)
     """
-    cfg, out = setup.recipe.config, []
-    total = get_path(cfg, "policy.max_total_sequence_length")
-    if isinstance(total, bool):
-        return out
+    out: list[Finding] = []
+    total = setup.recipe.facts.policy.max_total_sequence_length
     turns = _agent_turns(setup)
-    if isinstance(total, int) and turns:
+    if total is not None and turns:
         # Measured: tokens one minimal tool turn (call + response) adds with this template.
         from rlgate.serving.contiguity import SCENARIO_TOOLS
 

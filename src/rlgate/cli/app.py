@@ -14,12 +14,14 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from rlgate.cli import report as _cli_report
 from rlgate.cli import runs as _cli_runs
 from rlgate.cli import swe as _cli_swe
 from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.extras import missing_module_error
+from rlgate.core.options import TOKENIZERS
 from rlgate.core.text import printable
 from rlgate.core.versions import format_versions, tested_versions
 
@@ -37,6 +39,8 @@ def _handle_errors() -> Iterator[None]:
     """The one place where exceptions become a message on stderr and an exit code.
 
     * ``RlgateError``: the user's input or environment; its own exit code (2 or 3).
+    * ``ModuleNotFoundError`` of a third-party module (an extra not installed): exit 3,
+      naming the module and the extra to install (:mod:`rlgate.core.extras`).
     * ``OSError`` (a path that is a directory, unwritable, vanished): exit 2, naming the path.
     * anything else is a bug in rlgate: exit 70 (``ExitCode.INTERNAL``), never 1 (which
       means "a gate failed"), with how to report it; ``RLGATE_DEBUG=1`` shows the traceback.
@@ -49,6 +53,12 @@ def _handle_errors() -> Iterator[None]:
     except KeyboardInterrupt:
         print("rlgate: interrupted", file=sys.stderr)
         raise _Exit(130) from None
+    except ModuleNotFoundError as exc:
+        missing = missing_module_error(exc)
+        if missing is None:
+            _internal_error(exc)
+        print(f"rlgate: error: {printable(missing)}", file=sys.stderr)
+        raise _Exit(int(missing.exit_code)) from exc
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         print(
@@ -57,16 +67,20 @@ def _handle_errors() -> Iterator[None]:
         )
         raise _Exit(int(ExitCode.USAGE)) from exc
     except Exception as exc:
-        if os.environ.get("RLGATE_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"rlgate: internal error (a bug in rlgate, not a gate verdict): "
-            f"{type(exc).__name__}: {printable(exc)}\n"
-            "  please report it with the command line and the output of the same command "
-            "run with RLGATE_DEBUG=1",
-            file=sys.stderr,
-        )
-        raise _Exit(int(ExitCode.INTERNAL)) from exc
+        _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> NoReturn:
+    if os.environ.get("RLGATE_DEBUG"):
+        traceback.print_exception(exc)
+    print(
+        f"rlgate: internal error (a bug in rlgate, not a gate verdict): "
+        f"{type(exc).__name__}: {printable(exc)}\n"
+        "  please report it with the command line and the output of the same command "
+        "run with RLGATE_DEBUG=1",
+        file=sys.stderr,
+    )
+    raise _Exit(int(ExitCode.INTERNAL)) from exc
 
 
 class _Printable(io.TextIOBase):
@@ -181,11 +195,7 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
         "overrides a.b=c, ++a.b=c, ~a.b: an argument containing '=' or starting with '~' "
         "or '+' is an override and applies to every config",
     )
-    c.add_argument(
-        "--tokenizers",
-        default=os.environ.get("RLGATE_TOKENIZERS"),
-        help="tokenizer root, one subfolder per model (default: $RLGATE_TOKENIZERS, else HF)",
-    )
+    TOKENIZERS.add_to(c)
     c.add_argument(
         "--json",
         dest="json_out",
@@ -215,6 +225,8 @@ def _check_output_path(path: str, inputs: Sequence[str]) -> None:
 
 def _failure(exc: BaseException) -> tuple[int, str]:
     """Exit code and one message for a config that could not be checked (as _handle_errors)."""
+    if isinstance(exc, ModuleNotFoundError) and (missing := missing_module_error(exc)):
+        exc = missing
     if isinstance(exc, RlgateError):
         return int(exc.exit_code), str(exc)
     if isinstance(exc, OSError):

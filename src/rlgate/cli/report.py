@@ -7,9 +7,9 @@ library; errors become exit codes in ``rlgate.cli.app._handle_errors``.
 from __future__ import annotations
 
 import argparse
-import os
 
 from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.options import BAND_RUN, BASELINE, RECIPE, TOKENIZERS
 
 __all__ = ["add_report"]
 
@@ -28,14 +28,11 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--junit", nargs="+", default=[], metavar="FILE", help="JUnit XML of any tier")
     p.add_argument("--run", nargs="+", default=[], metavar="RUN_JSON", help="check-run --json")
     p.add_argument("--swe", metavar="SWE_JSON", help="rlgate swe compare --json output")
-    p.add_argument("--recipe", help="the recipe trained (model, cluster, template for the report)")
-    p.add_argument("--baseline", help="baseline run for the perf plot")
-    p.add_argument("--band-run", nargs="+", default=[], metavar="RUN", help="reward band runs")
-    p.add_argument(
-        "--tokenizers",
-        default=os.environ.get("RLGATE_TOKENIZERS"),
-        help="tokenizer root (hashes in the report; the demo's functional tier needs it)",
-    )
+    # the recipe trained (model, cluster, template), the perf plot's baseline, the reward band
+    RECIPE.add_to(p)
+    BASELINE.add_to(p)
+    BAND_RUN.add_to(p, action="extend", nargs="+")  # --band-run A B C (and repeated)
+    TOKENIZERS.add_to(p)  # hashes in the report; the demo's functional tier needs it
     p.add_argument("--out", help="output directory (default: rlgate-report, demo-report)")
     p.add_argument("--force", action="store_true", help="write into a non-empty foreign --out")
     p.add_argument("--no-plots", action="store_true", help="skip the figures (faster)")

@@ -10,9 +10,23 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from rlgate.core.errors import ExitCode, LaunchError, RlgateError
+from rlgate.core.options import (
+    BAND_RUN,
+    BASELINE,
+    MAX_STEPS,
+    RECIPE,
+    ROLLOUTS,
+    SYNC_RUN,
+    TOKENIZERS,
+)
 from rlgate.core.validate import poll_seconds, positive_float, positive_int
+
+# rlgate.launch.watch.DEFAULT_STALL_FACTOR, kept here so building the parser imports nothing
+# heavy (tests/unit/test_watch.py checks the two agree).
+STALL_FACTOR = 5.0
 
 __all__ = ["add_bench", "add_budget", "add_check_run", "add_launch", "add_watch"]
 
@@ -32,7 +46,7 @@ def add_check_run(sub: argparse._SubParsersAction) -> None:
         metavar="LOG_DIR_OR_METRICS_JSON",
         help="NeMo RL logger.log_dir, an event file, a metrics.json or an MLPerf log",
     )
-    p.add_argument("--recipe", required=True, help="recipe YAML with an rlgate: block")
+    RECIPE.add_to(p, required=True)
     p.add_argument(
         "--override",
         action="append",
@@ -40,20 +54,8 @@ def add_check_run(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="NeMo RL (Hydra) override applied to the recipe (repeatable)",
     )
-    p.add_argument("--baseline", help="baseline run of the same recipe and hardware (perf)")
-    p.add_argument("--rollouts", help="NeMo Gym rollouts JSONL (ng_collect_rollouts output)")
-    p.add_argument(
-        "--max-steps", type=positive_int, help="target step, >= 1 (default: the recipe's)"
-    )
-    p.add_argument(
-        "--band-run",
-        action="append",
-        default=[],
-        metavar="RUN",
-        help="earlier good run for the reference band (repeatable; default: the recipe's "
-        "rlgate.band.runs)",
-    )
-    p.add_argument("--sync-run", help="sync twin of an async run (async-vs-sync speedup)")
+    for option in (BASELINE, ROLLOUTS, MAX_STEPS, BAND_RUN, SYNC_RUN):
+        option.add_to(p)
     p.add_argument(
         "--tier",
         action="append",
@@ -137,7 +139,7 @@ def add_launch(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="print the script, submit nothing")
     p.add_argument("--no-check", action="store_true", help="skip the `recipe check` gate")
-    p.add_argument("--tokenizers", default=os.environ.get("RLGATE_TOKENIZERS"))
+    TOKENIZERS.add_to(p)
     p.add_argument("--watch", action="store_true", help="then follow the run (rlgate watch)")
     p.add_argument("--interval", type=poll_seconds, default=60.0, help="watch poll interval (s)")
     p.set_defaults(func=_cmd_launch)
@@ -214,9 +216,9 @@ def add_watch(sub: argparse._SubParsersAction) -> None:
     """Register ``rlgate watch``."""
     p = sub.add_parser(
         "watch",
-        help="follow launched runs to their end; non-zero if one died or stopped short",
+        help="follow launched runs to their end; non-zero if one died, stopped short or stalled",
         description="Exit 0 when every run completed its target step, 1 when one died or "
-        "stopped short, 3 on an infrastructure failure or a timeout.",
+        "stopped short, 3 on an infrastructure failure, a timeout or a stalled run.",
     )
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="directory from rlgate launch")
     p.add_argument("--interval", type=poll_seconds, default=60.0, help="seconds between polls")
@@ -224,16 +226,43 @@ def add_watch(sub: argparse._SubParsersAction) -> None:
         "--timeout", type=positive_float, help="give up after this many minutes (exit 3)"
     )
     p.add_argument("--follow", action="store_true", help="print the driver log as it grows")
+    p.add_argument(
+        "--stall-factor",
+        type=positive_float,
+        default=STALL_FACTOR,
+        help="a running job with no new step for this many times its median step time is "
+        f"stalled (exit 3; default {STALL_FACTOR:g})",
+    )
+    p.add_argument(
+        "--stall-minutes",
+        type=positive_float,
+        help="... or with no new step for this many minutes (also before its first step)",
+    )
+    p.add_argument(
+        "--cancel-stalled", action="store_true", help="cancel a stalled job through its backend"
+    )
     p.set_defaults(func=_cmd_watch)
 
 
 def _cmd_watch(args: argparse.Namespace) -> int:
     timeout = args.timeout * 60 if args.timeout is not None else None
-    return _watch_dirs(args.run_dirs, interval=args.interval, timeout=timeout, follow=args.follow)
+    stall = {
+        "stall_factor": args.stall_factor,
+        "stall_minutes": args.stall_minutes,
+        "cancel_stalled": args.cancel_stalled,
+    }
+    return _watch_dirs(
+        args.run_dirs, interval=args.interval, timeout=timeout, follow=args.follow, **stall
+    )
 
 
 def _watch_dirs(
-    run_dirs: Sequence[str], *, interval: float, timeout: float | None, follow: bool
+    run_dirs: Sequence[str],
+    *,
+    interval: float,
+    timeout: float | None,
+    follow: bool,
+    **stall: Any,
 ) -> int:
     import time
 
@@ -253,6 +282,7 @@ def _watch_dirs(
                 timeout=timeout,
                 on_event=event,
                 on_log=(lambda line: print(line, flush=True)) if follow else None,
+                **stall,
             )
         except RlgateError as exc:
             print(f"rlgate: error: {name}: {exc}", file=sys.stderr)
@@ -310,7 +340,7 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="CPU benchmarks of the rollout path (no GPU)")
     bsub = p.add_subparsers(dest="bench_command", required=True, metavar="BENCH")
     r = bsub.add_parser("rollout", help="per-turn rollout-path overhead", description=_BENCH_DOC)
-    r.add_argument("--recipe", required=True, help="NeMo RL config YAML (an rlgate recipe)")
+    RECIPE.add_to(r, required=True)
     r.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="Hydra override"
     )
@@ -323,11 +353,7 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
         help="model-output lengths for the parser bench (default: 1024 4096 16384)",
     )
     r.add_argument("--repeats", type=positive_int, default=3, help="timed passes (default 3)")
-    r.add_argument(
-        "--tokenizers",
-        default=os.environ.get("RLGATE_TOKENIZERS"),
-        help="tokenizer root, one subfolder per model (default: $RLGATE_TOKENIZERS, else HF)",
-    )
+    TOKENIZERS.add_to(r)
     r.add_argument(
         "--baseline",
         help="stored baseline (benchmarks/rollout_baselines/<key>.json) or an earlier --json "

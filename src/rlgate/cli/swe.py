@@ -11,6 +11,14 @@ import os
 from pathlib import Path
 
 from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.options import (
+    SWE_AFTER,
+    SWE_ALPHA,
+    SWE_BEFORE,
+    SWE_DATASET,
+    SWE_MARGIN_PP,
+    SWE_MAX_INFRA_ERROR_RATE,
+)
 from rlgate.core.validate import float_in, int_in
 
 __all__ = ["add_swe"]
@@ -45,26 +53,18 @@ def _split(text: str) -> str:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
-def _nonempty(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("must not be empty")
-    return text
-
-
 def add_swe(sub: argparse._SubParsersAction) -> None:
     """Register ``rlgate swe``."""
     p = sub.add_parser("swe", help="SWE-bench before/after gate (tier 4)")
     swe = p.add_subparsers(dest="swe_command", required=True, metavar="SWE_COMMAND")
     dataset = os.environ.get("RLGATE_SWE_DATASET", "SWE-bench/SWE-bench_Verified")
-    alpha = float_in(0, 1, open_lo=True, open_hi=True)
     c = swe.add_parser("compare", help="compare before/after results", description=_SWE_EXIT_DOC)
-    c.add_argument("--before", nargs="+", required=True, metavar="PATH", help="base runs")
-    c.add_argument("--after", nargs="+", required=True, metavar="PATH", help="trained runs")
-    c.add_argument("--dataset", type=_nonempty, default=dataset, help="parquet/dir/HF name")
+    SWE_BEFORE.add_to(c, required=True)
+    SWE_AFTER.add_to(c, required=True)
+    SWE_DATASET.add_to(c, default=dataset)
     c.add_argument("--split", type=_split, default="test")
-    c.add_argument("--alpha", type=alpha, default=0.05)
-    c.add_argument("--margin-pp", type=float_in(0, 100), default=0.0, help="tolerated drop")
-    c.add_argument("--max-infra-error-rate", type=float_in(0, 1), default=0.05)
+    for option in (SWE_ALPHA, SWE_MARGIN_PP, SWE_MAX_INFRA_ERROR_RATE):
+        option.add_to(c)
     c.add_argument(
         "--resamples",
         type=int_in(MIN_RESAMPLES, MAX_RESAMPLES),
@@ -81,7 +81,7 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
     w.add_argument(
         "--seeds", type=int_in(1, MAX_POWER_SEEDS), nargs="+", default=[1], help="runs per arm"
     )
-    w.add_argument("--alpha", type=alpha, default=0.05)
+    SWE_ALPHA.add_to(w)
     w.add_argument("--power", type=float_in(0, 1, open_lo=True, open_hi=True), default=0.8)
     w.add_argument("--noise-fraction", type=float_in(0, 1), default=None)
     w.add_argument("--json", type=Path)
@@ -89,7 +89,7 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
     e = swe.add_parser("eval", help="run swebench.harness.run_evaluation with prechecks")
     e.add_argument("--predictions", type=Path, required=True, metavar="PREDS.jsonl")
     e.add_argument("--run-id", required=True)
-    e.add_argument("--dataset", type=_nonempty, default=dataset)
+    SWE_DATASET.add_to(e, default=dataset)
     e.add_argument("--split", type=_split, default="test")
     e.add_argument("--max-workers", type=int_in(1, MAX_WORKERS), default=4)
     e.add_argument(

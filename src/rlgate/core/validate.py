@@ -3,12 +3,13 @@
 One definition each, used by every command and file format that needs it:
 
 * :func:`positive_int`, :func:`positive_float`, :func:`poll_seconds`, :func:`int_in`,
-  :func:`float_in`: argparse ``type=`` functions; a count or duration that is zero,
-  negative, NaN, infinite, out of its documented range or not a number is a usage error
-  (exit 2) before any work starts. ``float("nan")`` compares false with everything, so a
-  bare ``lo <= x <= hi`` test would let NaN through: these refuse NaN and infinities
-  first, and bound integers on both sides so a tiny argument cannot ask for hours of work
-  (``--n 100000000``) or crash a library (``--seed -1``);
+  :func:`float_in`, :func:`nonempty`, :func:`existing_path`: argparse ``type=`` functions
+  (pytest's ``addoption`` takes them too and turns the error into a usage error); a count
+  or duration that is zero, negative, NaN, infinite, out of its documented range or not a
+  number is a usage error (exit 2) before any work starts. ``float("nan")`` compares false
+  with everything, so a bare ``lo <= x <= hi`` test would let NaN through: these refuse
+  NaN and infinities first, and bound integers on both sides so a tiny argument cannot ask
+  for hours of work (``--n 100000000``) or crash a library (``--seed -1``);
 * :data:`PositiveInt`, :data:`PositiveFloat`: the same rules inside pydantic models (strict:
   ``true`` or ``"20"`` is not a count);
 * :func:`check_env_name`: a POSIX environment-variable name (``[A-Za-z_][A-Za-z0-9_]*``);
@@ -22,6 +23,7 @@ import argparse
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import AfterValidator, Field, ValidationError
@@ -35,8 +37,10 @@ __all__ = [
     "PositiveFloat",
     "PositiveInt",
     "check_env_name",
+    "existing_path",
     "float_in",
     "int_in",
+    "nonempty",
     "poll_seconds",
     "positive_float",
     "positive_int",
@@ -129,6 +133,21 @@ def float_in(
 
     parse.__name__ = "number"
     return parse
+
+
+def nonempty(text: str) -> str:
+    """Argparse type: a string that is not empty or blank."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def existing_path(text: str) -> Path:
+    """Argparse type: a path (``~`` expanded) that exists, as a :class:`~pathlib.Path`."""
+    path = Path(nonempty(text)).expanduser()
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"path does not exist: {text}")
+    return path
 
 
 def check_env_name(name: str) -> str:

@@ -2,18 +2,22 @@
 
 What runs, in about a minute on 2 cores:
 
-1. the **functional tier for real** (``python -m pytest -m functional tests/functional``
-   from the source checkout, real vLLM parsers, tokenizers, templates and nemo-gym code) in
-   a subprocess, writing ``functional.xml``; without a tokenizer root (``--tokenizers`` /
-   ``RLGATE_TOKENIZERS``) or a source checkout it does not run, and the report says so and
+1. the **functional tier for real**: its test modules and conftest ship in the package
+   (:data:`rlgate.core.resources.FUNCTIONAL_TIER`, ``tests/functional/`` of the repository,
+   over the bundled recipes :data:`~rlgate.core.resources.RECIPES`) and run with
+   ``python -m pytest`` in a subprocess -- real vLLM parsers, tokenizers, templates and
+   nemo-gym code -- writing ``functional.xml``. The run is the same from a wheel and from a
+   checkout (:func:`functional_command`: no project config, rootdir the bundle's folder, so
+   its JUnit classnames read ``functional.<module>``). Without a tokenizer root
+   (``--tokenizers`` / ``RLGATE_TOKENIZERS``) it does not run, and the report says so and
    is INCOMPLETE, never GO;
 2. meanwhile, **generated demo runs**: a healthy run, a baseline and five band runs of the
    fault corpus's recipe (:mod:`rlgate.testing.corpus`, TensorBoard writer, NeMo RL tag
    names) plus healthy Gym rollouts, gated with :mod:`rlgate.checks.plan` into ``run.json`` /
    ``run.xml``;
 3. **generated demo SWE results**: four seeds per arm as per-instance maps over the 500
-   Verified ids (the local dataset if found, else the bundled id list, see
-   ``rlgate/data/demo/README.md``), gated with :mod:`rlgate.swe.compare` into ``swe.json`` /
+   Verified ids (the dataset ``RLGATE_SWE_DATASET`` names, else the bundled id list, see
+   ``rlgate/data/README.md``), gated with :mod:`rlgate.swe.compare` into ``swe.json`` /
    ``swe.xml``;
 4. the report (:mod:`rlgate.report.build`), labelled DEMO in its title, sentence and plots.
 
@@ -21,7 +25,8 @@ Invariants: generated inputs live in ``DIR/demo-inputs/``, which carries a marke
 replaced on every run (a ``demo-inputs`` folder without the marker, or a symbolic link
 standing for the folder or its marker, is never touched); the
 demo is deterministic for a given seed; nothing outside ``DIR`` is written (the functional
-subprocess runs with ``-p no:cacheprovider`` and ``PYTHONDONTWRITEBYTECODE=1``).
+subprocess runs in ``DIR/demo-inputs`` with ``-p no:cacheprovider`` and
+``PYTHONDONTWRITEBYTECODE=1``); nothing is read from a source checkout.
 """
 
 from __future__ import annotations
@@ -40,16 +45,16 @@ import numpy as np
 
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import write_json_atomic, write_text_atomic
+from rlgate.core.resources import FUNCTIONAL_TIER
 from rlgate.swe.records import VERIFIED_IDS_FILE
 
 if TYPE_CHECKING:
     from rlgate.report.build import ReleaseReport
 
-__all__ = ["DemoResult", "find_swe_dataset", "run_demo", "write_demo_swe"]
+__all__ = ["DemoResult", "find_swe_dataset", "functional_command", "run_demo", "write_demo_swe"]
 
 logger = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[3]
 BUNDLED_INSTANCES = VERIFIED_IDS_FILE
 INPUTS = "demo-inputs"
 INPUTS_MARKER = ".rlgate-demo-inputs"
@@ -73,17 +78,56 @@ class DemoResult:
 
 
 def find_swe_dataset() -> Path:
-    """Local Verified dataset (``RLGATE_SWE_DATASET`` or ``../shared``), else the bundled ids."""
+    """The local Verified dataset ``RLGATE_SWE_DATASET`` names, else the bundled id list."""
     env = os.environ.get("RLGATE_SWE_DATASET")
-    candidates = [Path(env)] if env else []
-    candidates.append(REPO.parent / "shared/swebench/SWE-bench_Verified")
-    for candidate in candidates:
+    if env:
+        candidate = Path(env)
         if (candidate / "test.parquet").is_file() or candidate.is_file():
             return candidate
     return BUNDLED_INSTANCES
 
 
 # --- functional tier ---------------------------------------------------------------------------
+
+
+def functional_command(
+    junit: Path, tokenizers: str | os.PathLike[str], extra: tuple[str, ...] = ()
+) -> list[str]:
+    """The pytest command line of the bundled functional tier (the same from a wheel or a checkout).
+
+    ``-c os.devnull``: no project configuration is read (an installed rlgate has none);
+    ``--rootdir``/``--confcutdir`` the bundle's parent folder, so no conftest outside the
+    bundle is loaded and test ids, hence JUnit classnames, are ``functional/<module>``;
+    the plugin (tier markers, ``--tokenizers``) is loaded with ``-p``; JUnit is xunit1 as
+    the project's own (properties on testcases).
+    """
+    root = str(FUNCTIONAL_TIER.parent)
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(FUNCTIONAL_TIER),
+        "-m",
+        "functional",
+        "-q",
+        "-c",
+        os.devnull,
+        "--rootdir",
+        root,
+        "--confcutdir",
+        root,
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "rlgate.pytest_plugin",
+        "-o",
+        "junit_family=xunit1",
+        "--tokenizers",
+        str(Path(tokenizers).resolve()),
+        "--junitxml",
+        str(junit.resolve()),
+        *extra,
+    ]
 
 
 def _start_functional(
@@ -94,33 +138,18 @@ def _start_functional(
             f"functional tier not run: no tokenizer root ({tokenizers or 'unset'}); pass "
             "--tokenizers DIR or set RLGATE_TOKENIZERS (one subfolder per model)"
         )
-    if not (REPO / "tests" / "functional").is_dir():
-        return (
-            None,
-            f"functional tier not run: {REPO}/tests/functional not found (no source checkout)",
+    if not (FUNCTIONAL_TIER / "conftest.py").is_file():
+        return None, (
+            f"functional tier not run: the bundled tier is missing ({FUNCTIONAL_TIER}); "
+            "reinstall rlgate"
         )
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-m",
-        "functional",
-        "tests/functional",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--tokenizers",
-        str(Path(tokenizers).resolve()),
-        "--junitxml",
-        str((inputs / "functional.xml").resolve()),
-        *extra,
-    ]
+    cmd = functional_command(inputs / "functional.xml", tokenizers, extra)
     env = dict(os.environ)
     env.setdefault("HF_HUB_OFFLINE", "1")  # every tokenizer comes from the local root
-    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")  # write nothing into the checkout
+    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")  # write no bytecode next to the bundle
     log = (inputs / "functional.log").open("wb")
     try:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=inputs, env=env, stdout=log, stderr=subprocess.STDOUT)
     finally:
         log.close()
     return proc, "functional tier: " + " ".join(cmd[2:])

@@ -41,7 +41,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from rlgate.core.errors import RecipeError
 from rlgate.core.io import read_yaml
 from rlgate.core.validate import LineText, PositiveFloat, PositiveInt, problems
-from rlgate.recipe.load import get_path, load_recipe
+from rlgate.recipe.load import load_recipe
 
 __all__ = [
     "Budget",
@@ -165,9 +165,11 @@ def load_nightly(path: str | os.PathLike[str]) -> NightlyList:
 def _resolve_line(entry: NightlyRun, root: Path, where: str) -> BudgetLine:
     recipe_path = root / entry.recipe
     recipe = load_recipe(recipe_path, entry.overrides)
-    problems = []
-    for key, listed in (("cluster.num_nodes", entry.nodes), ("cluster.gpus_per_node", entry.gpus)):
-        actual = get_path(recipe.config, key)
+    problems, cluster = [], recipe.facts.cluster
+    for key, actual, listed in (
+        ("cluster.num_nodes", cluster.num_nodes, entry.nodes),
+        ("cluster.gpus_per_node", cluster.gpus_per_node, entry.gpus),
+    ):
         if actual != listed:
             problems.append(f"{key} is {actual!r} in the recipe but {listed} in the list")
     if problems:

@@ -122,3 +122,7 @@ class LaunchBackend(Protocol):
     def log_files(self, manifest: RunManifest) -> list[Path]:
         """The run's logs that exist, the driver log first (for failure triage)."""
         ...
+
+    def cancel(self, manifest: RunManifest) -> str:
+        """Cancel the job (a stalled run); return what was done, in a few words."""
+        ...

@@ -16,7 +16,9 @@ is gone without an exit status was killed (OOM killer, ``kill -9``, reboot): ``f
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 from rlgate.core.errors import LaunchError
@@ -137,6 +139,21 @@ class LocalBackend:
         """``driver.log`` if it exists."""
         log = Path(manifest.run_dir) / "driver.log"
         return [log] if log.is_file() else []
+
+    def cancel(self, manifest: RunManifest, *, grace: float = 10.0) -> str:
+        """SIGTERM the run's process group, SIGKILL it if it is still there after ``grace`` s."""
+        if not self._alive(manifest):  # gone, or its pid now belongs to another process
+            return f"process {manifest.pid} had already ended"
+        assert manifest.pid is not None
+        group = os.getpgid(manifest.pid)  # the wrapper leads its own session (see submit)
+        os.killpg(group, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self._alive(manifest):
+            time.sleep(0.1)
+        if self._alive(manifest):
+            os.killpg(group, signal.SIGKILL)
+            return f"process group {group} killed (SIGKILL after {grace:g} s)"
+        return f"process group {group} terminated (SIGTERM)"
 
     @staticmethod
     def _alive(manifest: RunManifest) -> bool:

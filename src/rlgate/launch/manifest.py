@@ -70,6 +70,7 @@ class RunStatus(Enum):
     STOPPED_SHORT = "stopped_short"  # ended without error before the target step
     FAILED = "failed"  # the job failed (non-zero exit, killed, Slurm/Ray failure state)
     LOST = "lost"  # the backend no longer knows the job and no exit status was recorded
+    STALLED = "stalled"  # running, but no new step for longer than its stall limit
 
 
 class GitInfo(BaseModel):

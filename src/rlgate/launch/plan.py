@@ -43,7 +43,7 @@ from rlgate.launch.manifest import Backend, GitInfo, RecipeRef, RunManifest, Run
 from rlgate.launch.manifest import write_manifest as _write_manifest
 from rlgate.launch.shell import Words, code
 from rlgate.launch.site import SiteConfig
-from rlgate.recipe.load import Recipe, get_path, load_recipe
+from rlgate.recipe.load import Recipe, load_recipe
 
 __all__ = [
     "DEFAULT_ENTRYPOINT",
@@ -126,11 +126,12 @@ def _check_resolvable(recipe: Recipe, available: set[str], backend: Backend) -> 
         raise LaunchError(f"{recipe.name}: interpolation(s) cannot resolve: {shown}")
 
 
-def _int_key(recipe: Recipe, key: str) -> int:
-    value = get_path(recipe.config, key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+def _required(recipe: Recipe, value: int | None, key: str) -> int:
+    """A fact the launch needs (``load_recipe`` already refused a value of the wrong type)."""
+    if value is None:
         raise LaunchError(
-            f"{recipe.name}: {key} is {value!r}; a launch needs a positive integer",
+            f"{recipe.name}: {key} is not set (absent, null or an unresolved interpolation); "
+            "a launch needs a positive integer",
             hint=f"set it in the recipe or pass the override {key}=N",
         )
     return value
@@ -254,7 +255,8 @@ def plan_launch(
             raise LaunchError(f"{option} must be a positive integer, got {value!r}")
     path = Path(recipe_path).expanduser().resolve()
     base = load_recipe(path, overrides)
-    steps = steps if steps is not None else _int_key(base, "grpo.max_num_steps")
+    if steps is None:
+        steps = _required(base, base.facts.grpo.max_num_steps, "grpo.max_num_steps")
     run = _fresh_run_dir(Path(run_dir) if run_dir else _default_run_dir(site, path.stem))
     log_dir, ckpt_dir = run / "logs", run / "ckpts"
     added = _launch_overrides(steps, log_dir, ckpt_dir)
@@ -266,13 +268,14 @@ def plan_launch(
             f"{runs_needed(steps, per_run)} jobs (at most {MAX_CHAINED_JOBS})",
             hint="let one job reach more steps (--steps-per-run)",
         )
-    if per_run < steps and not get_path(recipe.config, "checkpointing.enabled", False):
+    if per_run < steps and not recipe.facts.checkpointing.enabled:
         raise LaunchError(
             f"{recipe.name}: {runs_needed(steps, per_run)} chained jobs need checkpoints to "
             "resume, but checkpointing.enabled is false",
             hint="pass checkpointing.enabled=true or --steps-per-run >= --steps",
         )
     workdir = _workdir(nemo_rl_dir or site.nemo_rl_dir, backend, custom=entrypoint is not None)
+    cluster = recipe.facts.cluster
     argv = (*(entrypoint or DEFAULT_ENTRYPOINT), "--config", str(path), *added, *overrides)
     return LaunchPlan(
         backend=backend,
@@ -290,8 +293,8 @@ def plan_launch(
         target_step=steps,
         steps_per_run=per_run,
         runs=runs_needed(steps, per_run),
-        nodes=_int_key(recipe, "cluster.num_nodes"),
-        gpus_per_node=_int_key(recipe, "cluster.gpus_per_node"),
+        nodes=_required(recipe, cluster.num_nodes, "cluster.num_nodes"),
+        gpus_per_node=_required(recipe, cluster.gpus_per_node, "cluster.gpus_per_node"),
         minutes=minutes if minutes is not None else _default_minutes(site, backend),
         site=site,
     )

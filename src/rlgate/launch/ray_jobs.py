@@ -172,7 +172,11 @@ class RayBackend:
             raise LaunchError(f"{manifest.run_dir}: the manifest has no Ray job to follow")
         return manifest.ray_address, manifest.job_ids[0]
 
-    def stop(self, manifest: RunManifest) -> bool:
-        """Ask Ray to stop the job (``ray job stop``); True if it was running."""
+    def cancel(self, manifest: RunManifest) -> str:
+        """Ask Ray to stop the job (``ray job stop``)."""
         address, job_id = self._handle(manifest)
-        return bool(self._client(address).stop_job(job_id))
+        try:
+            stopped = bool(self._client(address).stop_job(job_id))
+        except Exception as exc:  # ConnectionError, RuntimeError, requests errors
+            raise InfraError(f"Ray job API at {address}: cannot stop {job_id}: {exc}") from exc
+        return f"ray job {job_id} stopped" if stopped else f"ray job {job_id} was not running"

@@ -286,6 +286,13 @@ class SlurmBackend:
     def sync_logs(self, manifest: RunManifest) -> None:
         """Nothing to do: ray.sub writes the logs into the run directory."""
 
+    def cancel(self, manifest: RunManifest) -> str:
+        """``scancel`` every job of the chain (the later ones wait on the stalled one)."""
+        proc = _run(["scancel", *manifest.job_ids])
+        if proc.returncode != 0:
+            raise InfraError(f"scancel {' '.join(manifest.job_ids)} failed: {proc.stderr.strip()}")
+        return f"scancel {' '.join(manifest.job_ids)}"
+
     def log_files(self, manifest: RunManifest) -> list[Path]:
         """The last job's ``ray-driver.log`` and every job's ``slurm-<id>.out``."""
         found: list[Path] = []

@@ -10,10 +10,19 @@ metrics with :func:`rlgate.runs.metrics.load_run`. The target step counts as rea
 
 Verdicts and exit codes: ``completed`` 0; ``stopped_short``, ``failed`` and ``lost`` 1;
 ``failed`` with an infrastructure signature in its logs (:data:`INFRA_SIGNATURES`, an ordered
-table: first match wins) 3; a watch that times out while the job still runs 3.
+table: first match wins) 3; a watch that times out while the job still runs 3; ``stalled`` 3.
 
-Invariants: the job is never touched (read-only); the manifest is the only file written,
-atomically, and only with what was observed; :func:`judge` is pure.
+A run is **stalled** (wedged, not crashed: async GRPO can hang on a straggler rollout) when
+its job is still running but no new training step has been logged for ``stall_factor`` times
+its own median step time (``timing/train/total_step_time``, which NeMo RL logs every step),
+or for ``stall_minutes`` when given (the only rule before a first step, or for a run that
+logs no step time). Progress time is the newest metrics file's modification time (NeMo RL
+appends to its event file every step), so a watch started on an already wedged run sees it.
+
+Invariants: the job is never touched, except that ``cancel_stalled`` cancels a stalled job
+through its backend (``scancel``, ``ray job stop``, a signal to the local process group);
+the manifest is the only file written, atomically, and only with what was observed;
+:func:`judge` and :func:`judge_stall` are pure.
 """
 
 from __future__ import annotations
@@ -26,11 +35,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from rlgate.core.errors import ExitCode, MetricsError
 from rlgate.launch.job import JobState, LaunchBackend, Phase
 from rlgate.launch.manifest import RunManifest, RunStatus, load_manifest, now_utc, write_manifest
 from rlgate.launch.plan import backend_for
-from rlgate.runs.metrics import load_run, run_progress
+from rlgate.runs.metrics import RunMetrics, load_run, run_progress
 
 __all__ = [
     "INFRA_SIGNATURES",
@@ -39,6 +50,7 @@ __all__ = [
     "WatchResult",
     "classify_failure",
     "judge",
+    "judge_stall",
     "read_progress",
     "watch_run",
 ]
@@ -132,6 +144,8 @@ class Progress:
     last_step: int | None  # reached on the latest attempt with no gap from step 1
     metric: str | None  # the tag the step was read from
     note: str = ""  # gaps, attempts and restarts; or why there is no step at all
+    median_step_seconds: float | None = None  # the run's own timing/train/total_step_time
+    updated_at: float | None = None  # epoch seconds: newest metrics file's modification time
 
 
 def read_progress(log_dir: str | os.PathLike[str]) -> Progress:
@@ -155,7 +169,67 @@ def read_progress(log_dir: str | os.PathLike[str]) -> Progress:
     if not judged:
         return Progress(None, None, f"no train/ metrics under {log_dir}")
     best = max(judged, key=lambda p: p.reached)
-    return Progress(best.reached, best.tag, best.describe())
+    return Progress(
+        best.reached, best.tag, best.describe(), _median_step_seconds(run), _updated_at(run.files)
+    )
+
+
+STEP_TIME = "timing/train/total_step_time"
+
+
+def _median_step_seconds(run: RunMetrics) -> float | None:
+    series = run.series.get(STEP_TIME)
+    if series is None:
+        return None
+    values = series.values[np.isfinite(series.values) & (series.values > 0)]
+    return float(np.median(values)) if values.size else None
+
+
+def _updated_at(files: Iterable[Path]) -> float | None:
+    times = []
+    for file in files:
+        try:
+            times.append(file.stat().st_mtime)
+        except OSError:
+            continue
+    return max(times, default=None)
+
+
+def judge_stall(
+    progress: Progress,
+    *,
+    now: float,
+    watching_since: float,
+    stall_factor: float | None,
+    stall_minutes: float | None,
+) -> str | None:
+    """Why the run counts as stalled (one line), or None while it is making progress.
+
+    Args:
+        progress: the latest read of the run's metrics.
+        now: the current epoch time.
+        watching_since: when this watch started (the clock for a run with no metrics yet).
+        stall_factor: stalled after this many times the run's median step time (None: off).
+        stall_minutes: stalled after this many minutes without a new step (None: off).
+    """
+    since = progress.updated_at if progress.updated_at is not None else watching_since
+    idle = max(0.0, now - since)
+    limits = []
+    if stall_minutes is not None:
+        limits.append((stall_minutes * 60.0, f"--stall-minutes {stall_minutes:g}"))
+    if stall_factor is not None and progress.median_step_seconds:
+        limit = stall_factor * progress.median_step_seconds
+        limits.append(
+            (limit, f"{stall_factor:g} x its median step time {progress.median_step_seconds:.0f} s")
+        )
+    hit = [(limit, why) for limit, why in limits if idle > limit]
+    if not hit:
+        return None
+    limit, why = min(hit)
+    where = f"last step {progress.last_step}" if progress.last_step is not None else "no step"
+    return (
+        f"stalled: {where}, no new step for {idle / 60:.1f} min (limit {limit / 60:.1f} min: {why})"
+    )
 
 
 def judge(
@@ -218,11 +292,17 @@ class _LogFollower:
                 fh.seek(self.offset)
 
 
+DEFAULT_STALL_FACTOR = 5.0
+
+
 def watch_run(
     run_dir: str | os.PathLike[str],
     *,
     interval: float = 60.0,
     timeout: float | None = None,
+    stall_factor: float | None = DEFAULT_STALL_FACTOR,
+    stall_minutes: float | None = None,
+    cancel_stalled: bool = False,
     on_event: Callable[[str], None] | None = None,
     on_log: Callable[[str], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
@@ -233,6 +313,10 @@ def watch_run(
         run_dir: a directory created by ``rlgate launch``.
         interval: seconds between polls.
         timeout: give up after this many seconds (exit code 3, the run keeps going).
+        stall_factor: a running job with no new step for this many times its median step
+            time is ``stalled`` (exit 3); None turns the rule off.
+        stall_minutes: ... or with no new step for this many minutes.
+        cancel_stalled: cancel a stalled job through its backend.
         on_event: receives status and progress lines ("running", "step 5/20").
         on_log: receives each new line of the driver log.
         sleep: the wait between polls (tests pass a fast one).
@@ -248,6 +332,7 @@ def watch_run(
     follow = _LogFollower(on_log)
     emit = on_event or (lambda _: None)
     deadline = None if timeout is None else time.monotonic() + timeout
+    watching_since = time.time()
     seen_phase, seen_step = None, None
     while True:
         state = backend.poll(manifest)
@@ -270,10 +355,41 @@ def watch_run(
             seen_step = progress.last_step
         if state.phase.terminal:
             return _finish(manifest, backend, state, progress)
+        stalled = None
+        if state.phase is Phase.RUNNING:
+            stalled = judge_stall(
+                progress,
+                now=time.time(),
+                watching_since=watching_since,
+                stall_factor=stall_factor,
+                stall_minutes=stall_minutes,
+            )
+        if stalled is not None:
+            return _stalled(manifest, backend, progress, stalled, cancel=cancel_stalled)
         if deadline is not None and time.monotonic() >= deadline:
             message = f"still {state.phase.value} after {timeout:g} s; watch again later"
             return WatchResult(manifest, manifest.status, ExitCode.INFRA, message)
         sleep(interval)
+
+
+def _stalled(
+    manifest: RunManifest, backend: LaunchBackend, progress: Progress, why: str, *, cancel: bool
+) -> WatchResult:
+    if cancel:
+        why += f"; cancelled: {backend.cancel(manifest)}"
+    else:
+        why += "; still running (rerun with --cancel-stalled to cancel it)"
+    manifest = manifest.model_copy(
+        update={
+            "status": RunStatus.STALLED,
+            "last_step": progress.last_step,
+            "message": why,
+            "ended_at": now_utc() if cancel else manifest.ended_at,
+        }
+    )
+    write_manifest(manifest)
+    logger.info("%s: %s", manifest.run_name, why)
+    return WatchResult(manifest, RunStatus.STALLED, ExitCode.INFRA, why)
 
 
 def _finish(

@@ -1,21 +1,24 @@
 """rlgate's pytest plugin: tier markers, gate options, and the tested-versions header.
 
 Loaded by the root ``conftest.py`` (``pytest_plugins``) or ``-p rlgate.pytest_plugin``.
-Options are validated at parse time; a missing input for a tier is reported by
-the tier itself as a skip naming the missing option, never as a silent pass. Tests marked
-``benchmark`` (or using pytest-benchmark's ``benchmark`` fixture) carry the JUnit property
-``rlgate.informational = benchmark``: evidence in the release report, never a gate.
+Every test gets its tier's marker from its path (``tests/<tier>/...``), so ``-m functional``
+selects the functional tier without a conftest per tier. Options are ``--rlgate-<name>``
+(the historic ``--<name>`` is an alias), defined once in :mod:`rlgate.core.options` and
+shared with the CLI; they are validated at parse time. A missing input for a tier is
+reported by the tier itself as a skip naming the missing option, never as a silent pass.
+Tests marked ``benchmark`` (or using pytest-benchmark's ``benchmark`` fixture) carry the
+JUnit property ``rlgate.informational = benchmark``: evidence in the release report, never
+a gate.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from rlgate.core.junit import INFORMATIONAL_PROPERTY
-from rlgate.core.validate import float_in, positive_int
+from rlgate.core.options import PLUGIN_OPTIONS
 from rlgate.core.versions import format_versions, tested_versions
 
 pytest_plugins = ("rlgate.pytest_plugin.fixtures",)
@@ -40,78 +43,53 @@ RESOURCE_MARKERS: dict[str, str] = {
     "gpu": "needs a GPU",
     "multinode": "needs a multi-node cluster",
     "docker": "needs a Docker daemon",
+    "slow": "takes minutes (builds virtualenvs, installs from PyPI); runs with RLGATE_SLOW=1",
 }
 
 
-def _existing_path(value: str) -> Path:
-    path = Path(value).expanduser()
-    if not path.exists():
-        raise pytest.UsageError(f"rlgate: path does not exist: {value}")
-    return path
+#: Shapes the plugin gives to shared options: ``--recipe`` repeats (the functional matrix).
+_PLUGIN_SHAPE: dict[str, dict[str, object]] = {"recipe": {"action": "append"}}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Register rlgate's options (one group, shared by every tier)."""
+    """Register rlgate's options: ``--rlgate-<name>``, alias ``--<name>`` (one group).
+
+    The definitions are :mod:`rlgate.core.options`, shared with the ``rlgate`` CLI; a
+    path option must name an existing path (a usage error at parsing otherwise).
+    """
     group = parser.getgroup("rlgate", "rlgate release gates")
-    group.addoption(
-        "--tokenizers",
-        default=os.environ.get("RLGATE_TOKENIZERS"),
-        help="tokenizer root: one subfolder per model named by the HF id's last component "
-        "lowercased (default: $RLGATE_TOKENIZERS, else the HF cache/hub)",
-    )
-    group.addoption(
-        "--recipe",
-        action="append",
-        default=[],
-        type=_existing_path,
-        help="recipe YAML(s) to gate (functional: restrict the matrix; convergence/perf: bounds)",
-    )
-    group.addoption(
-        "--run-dir",
-        type=_existing_path,
-        help="NeMo RL run to check: logger.log_dir, a metrics.json, or an MLPerf log",
-    )
-    group.addoption("--baseline", type=_existing_path, help="baseline run for perf comparison")
-    group.addoption("--rollouts", type=_existing_path, help="NeMo Gym rollouts JSONL")
-    group.addoption(
-        "--band-run",
-        action="append",
-        default=[],
-        type=_existing_path,
-        help="an earlier good run of the recipe (repeat: >= 5 runs define the reference band)",
-    )
-    group.addoption("--sync-run", type=_existing_path, help="synchronous run for async-vs-sync")
-    group.addoption("--max-steps", type=positive_int, help="target step (default: the recipe's)")
-    group.addoption(
-        "--rlgate-json",
-        metavar="FILE",
-        help="convergence/perf tiers: also write the checks' results as `rlgate check-run "
-        "--json` writes them (one evaluation for JUnit and JSON)",
-    )
-    group.addoption("--swe-before", nargs="+", type=_existing_path, help="SWE results, base")
-    group.addoption("--swe-after", nargs="+", type=_existing_path, help="SWE results, trained")
-    group.addoption("--swe-dataset", type=_existing_path, help="SWE-bench Verified parquet/dir")
-    group.addoption(
-        "--swe-alpha",
-        type=float_in(0, 1, open_lo=True, open_hi=True),
-        help="SWE gate significance level (default 0.05)",
-    )
-    group.addoption(
-        "--swe-margin-pp",
-        type=float_in(0, 100),
-        help="SWE gate non-inferiority margin in points (default 0)",
-    )
-    group.addoption(
-        "--swe-max-infra-error-rate",
-        type=float_in(0, 1),
-        help="SWE gate: above this share of infra errors/missing instances an arm is inconclusive",
-    )
+    for option in PLUGIN_OPTIONS:
+        shape = _PLUGIN_SHAPE.get(option.name, {})
+        group.addoption(
+            *option.pytest_flags, dest=option.dest, **option.kwargs(check_paths=True, **shape)
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register markers with descriptions (``strict`` rejects unknown ones)."""
     for name, text in {**TIER_MARKERS, **INFORMATIONAL_MARKERS, **RESOURCE_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+
+
+def tier_of(path: Path, rootdir: Path) -> str | None:
+    """The tier of a test file: the first folder of its path under ``rootdir`` named as a tier.
+
+    ``tests/unit/test_io.py`` is ``unit``, ``tests/functional/test_gym.py`` ``functional``
+    (so is ``functional/test_gym.py`` under the demo's bundled copy); a file outside
+    ``rootdir`` or in no tier folder has none.
+    """
+    try:
+        parts = path.relative_to(rootdir).parts[:-1]
+    except ValueError:
+        return None
+    return next((part for part in parts if part in TIER_MARKERS), None)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark each test with its tier, from its path (before ``-m`` selects)."""
+    tier = tier_of(item.path, item.config.rootpath)
+    if tier is not None and item.get_closest_marker(tier) is None:
+        item.add_marker(tier)
 
 
 @pytest.hookimpl(trylast=True)  # after the conftests have added their markers
@@ -128,11 +106,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """Print the versions this run tests against."""
     return [f"rlgate tested versions: {format_versions(tested_versions())}"]
-
-
-def mark_tier(items: list[pytest.Item], directory: Path, tier: str) -> None:
-    """Add ``tier``'s marker to every item collected under ``directory``."""
-    marker = getattr(pytest.mark, tier)
-    for item in items:
-        if directory in item.path.parents:
-            item.add_marker(marker)

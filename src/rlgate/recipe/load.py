@@ -22,9 +22,24 @@ Every file of the ``defaults:`` chain is read with :func:`rlgate.core.io.read_ya
 ``MAX_DEPTH`` before OmegaConf parses it; ``defaults:`` must be a path or a list
 of paths (NeMo RL's ``load_config_with_inheritance`` crashes on anything else).
 
-The top-level ``rlgate:`` block (gate bounds, tiers, expectations) is rlgate's
-own; NeMo RL's ``MasterConfig`` allows extra keys, so a recipe carrying it still
-runs as-is. It is split off into ``Recipe.gate``.
+Then everything rlgate reads is validated once, here, into typed records; no command
+looks a dotted key up again:
+
+* the top-level ``rlgate:`` block (tiers, functional expectations, gate bounds) is rlgate's
+  own (NeMo RL's ``MasterConfig`` allows extra keys, so a recipe carrying it still runs
+  as-is). It is split off and parsed into ``Recipe.gate``, a
+  :class:`~rlgate.recipe.spec.GateSpec`; an invalid block is a ``RecipeError`` listing
+  every problem;
+* the config facts the commands use (cluster shape, steps, batch, sequence limits, agent
+  turns, async flags, model and tokenizer, serving kwargs...) are read into ``Recipe.facts``,
+  a :class:`~rlgate.recipe.facts.RunFacts`, as NeMo RL's pydantic ``MasterConfig`` reads
+  them. Absent, null or unresolved facts are ``None``; an invalid one (wrong type, a count
+  below 1) is one ``RecipeError`` naming key and value, except with ``strict=False``, which
+  ``rlgate recipe check`` uses: its rules and key schema read ``Recipe.config`` itself and
+  report such values as findings.
+
+``Recipe.config`` keeps the whole resolved config (a plain dict, unresolved interpolations
+verbatim) for what reads arbitrary keys: the recipe check rules, the schema, the manifest.
 """
 
 from __future__ import annotations
@@ -45,10 +60,11 @@ from omegaconf.errors import (
     UnsupportedInterpolationType,
 )
 from omegaconf.resolvers import oc as oc_resolvers
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rlgate.core.errors import RecipeError
 from rlgate.core.io import read_yaml
+from rlgate.recipe.facts import RunContext, RunFacts, context_from_facts, read_facts
+from rlgate.recipe.spec import TIERS, FunctionalGate, GateSpec, KnownLimitation, parse_gate
 
 __all__ = [
     "GATE_KEY",
@@ -56,6 +72,7 @@ __all__ = [
     "FunctionalGate",
     "KnownLimitation",
     "Recipe",
+    "RunFacts",
     "Unresolved",
     "flatten",
     "functional_gate",
@@ -95,13 +112,14 @@ class Unresolved:
 
 @dataclass(frozen=True, slots=True)
 class Recipe:
-    """A loaded NeMo RL config plus rlgate's gate block.
+    """A loaded NeMo RL config, its typed facts and rlgate's gate block.
 
     Attributes:
         name: file stem; also the test id and run-directory name.
         path: the file loaded.
         config: the resolved NeMo RL config (``rlgate`` block removed).
-        gate: the raw ``rlgate:`` mapping (``{}`` when absent).
+        gate: the ``rlgate:`` block, validated (empty when absent).
+        facts: what rlgate reads from ``config``, typed and validated.
         overrides: the dotted overrides applied, in order.
         sources: every file of the ``defaults:`` chain, child last.
         unresolved: interpolations kept verbatim (e.g. unset ``oc.env`` variables).
@@ -110,10 +128,25 @@ class Recipe:
     name: str
     path: Path
     config: dict[str, Any]
-    gate: dict[str, Any]
+    gate: GateSpec = field(default_factory=GateSpec)
+    facts: RunFacts = field(default_factory=RunFacts)
     overrides: tuple[str, ...] = ()
     sources: tuple[Path, ...] = ()
     unresolved: tuple[Unresolved, ...] = field(default=())
+
+    def run_context(self, max_steps: int | None = None) -> RunContext:
+        """The facts the convergence and perf bounds are relative to (``--max-steps`` wins).
+
+        Raises:
+            RecipeError: ``max_steps`` is not a positive step count.
+        """
+        return context_from_facts(
+            self.facts,
+            self.gate,
+            recipe=self.name,
+            max_steps=max_steps,
+            base_dir=Path(self.path).parent,
+        )
 
 
 def _register_resolvers() -> None:
@@ -307,19 +340,28 @@ def _resolve(cfg: DictConfig) -> tuple[dict[str, Any], list[Unresolved]]:
     return resolve_node(raw, ""), unresolved
 
 
-def load_recipe(path: str | os.PathLike[str], overrides: Sequence[str] = ()) -> Recipe:
-    """Load a NeMo RL GRPO config (with ``defaults:`` chain) and apply dotted overrides.
+def load_recipe(
+    path: str | os.PathLike[str], overrides: Sequence[str] = (), *, strict: bool = True
+) -> Recipe:
+    """Load a NeMo RL config (with ``defaults:`` chain), apply dotted overrides, validate.
+
+    Args:
+        path: the config file.
+        overrides: Hydra overrides, applied as NeMo RL applies them.
+        strict: an invalid fact (``cluster.num_nodes: two``) is a ``RecipeError``; with
+            ``False`` it is left ``None`` in ``Recipe.facts`` for a validator to report.
 
     Raises:
-        RecipeError: the file, a parent or an override cannot be loaded or applied.
+        RecipeError: the file, a parent or an override cannot be loaded or applied; the
+            ``rlgate:`` block is invalid; (strict) a fact rlgate reads is invalid.
     """
     _register_resolvers()
     file = Path(path)
     cfg, sources = _load_chain(file, ())
     cfg = _apply_overrides(cfg, overrides)
     resolved, unresolved = _resolve(cfg)
-    gate = resolved.pop(GATE_KEY, None) or {}
-    if not isinstance(gate, dict):
+    raw_gate = resolved.pop(GATE_KEY, None)
+    if raw_gate is not None and not isinstance(raw_gate, dict):
         raise RecipeError(f"{file}: the `{GATE_KEY}:` block must be a mapping")
     # List elements are not addressable by OmegaConf.select paths; drop their noise.
     unresolved = [u for u in unresolved if not u.key.startswith(f"{GATE_KEY}.")]
@@ -327,7 +369,8 @@ def load_recipe(path: str | os.PathLike[str], overrides: Sequence[str] = ()) -> 
         name=file.stem,
         path=file,
         config=resolved,
-        gate=gate,
+        gate=parse_gate(raw_gate, recipe=str(file)),
+        facts=read_facts(resolved, strict=strict, source=str(file)),
         overrides=tuple(overrides),
         sources=tuple(sources),
         unresolved=tuple(unresolved),
@@ -368,9 +411,6 @@ def recipe_files(root: str | os.PathLike[str]) -> list[Path]:
     return files
 
 
-TIERS = ("functional", "convergence", "perf", "swe_gate")
-
-
 def recipe_tiers(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """The tiers a recipe file declares in ``rlgate.tiers`` (read without loading its chain)."""
     raw = read_yaml(path, what="recipe", error=RecipeError) or {}
@@ -378,6 +418,8 @@ def recipe_tiers(path: str | os.PathLike[str]) -> tuple[str, ...]:
     tiers = gate.get("tiers") if isinstance(gate, dict) else None
     if tiers is None:
         return TIERS
+    if not isinstance(tiers, list) or not all(isinstance(t, str) for t in tiers):
+        raise RecipeError(f"{path}: rlgate.tiers must be a list of tier names, got {tiers!r}")
     unknown = sorted(set(tiers) - set(TIERS))
     if unknown:
         raise RecipeError(f"{path}: rlgate.tiers has unknown tier(s) {unknown}; known: {TIERS}")
@@ -385,7 +427,13 @@ def recipe_tiers(path: str | os.PathLike[str]) -> tuple[str, ...]:
 
 
 def get_path(config: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
-    """Return ``config[a][b][c]`` for ``"a.b.c"``, or ``default`` when any level is absent."""
+    """Return ``config[a][b][c]`` for ``"a.b.c"``, or ``default`` when any level is absent.
+
+    For validators that must see a raw value as written (``recipe check``'s rules): commands
+    read ``Recipe.facts``. ``config`` is the resolved plain dict, where ``???`` and
+    interpolations that did not resolve are kept as text; ``OmegaConf.select`` over it would
+    read them as MISSING or try to resolve them again.
+    """
     node: Any = config
     for part in dotted.split("."):
         if not isinstance(node, Mapping) or part not in node:
@@ -399,29 +447,6 @@ def flatten(config: Mapping[str, Any]) -> dict[str, Any]:
     return dict(_walk(config))
 
 
-class KnownLimitation(BaseModel):
-    """A documented, real limitation a functional check is expected to hit (strict xfail)."""
-
-    model_config = ConfigDict(extra="forbid")
-    check: Literal["contiguity", "round_trip", "streaming"]
-    scenario: str
-    reason: str
-
-
-class FunctionalGate(BaseModel):
-    """The ``rlgate.functional`` block of a recipe."""
-
-    model_config = ConfigDict(extra="forbid")
-    expect: Literal["pass", "reject"] = "pass"
-    reject_codes: list[str] = Field(default_factory=list)
-    data_tool_format: Literal["xml", "json"] | None = None
-    data_reasoning: bool | None = None
-    known_limitations: list[KnownLimitation] = Field(default_factory=list)
-
-
 def functional_gate(recipe: Recipe) -> FunctionalGate:
-    """Validate the recipe's ``rlgate.functional`` block."""
-    try:
-        return FunctionalGate.model_validate(recipe.gate.get("functional") or {})
-    except ValidationError as exc:
-        raise RecipeError(f"{recipe.path}: invalid rlgate.functional block: {exc}") from exc
+    """The recipe's ``rlgate.functional`` block (validated at load)."""
+    return recipe.gate.functional

@@ -1,14 +1,19 @@
 """The ``rlgate:`` block of a recipe (convergence / perf / band bounds), validated.
 
 A recipe is a NeMo RL config plus one top-level ``rlgate:`` mapping (NeMo RL's
-``MasterConfig`` allows extra keys, so the recipe stays runnable). This module validates
-the ``convergence``, ``perf`` and ``band`` sub-blocks strictly (unknown keys are errors
-with a did-you-mean); the functional tier's keys (``tiers``, ``expect``,
-``reject_reasons``, ``functional``) are accepted and ignored here.
+``MasterConfig`` allows extra keys, so the recipe stays runnable).
+:func:`rlgate.recipe.load.load_recipe` validates it with :func:`parse_gate` into
+``Recipe.gate`` (a :class:`GateSpec`), strictly: unknown keys are errors with a did-you-mean,
+and every problem is listed in one :class:`~rlgate.core.errors.RecipeError`.
 
 Schema (defaults in parentheses; windows are check_metrics ``[range_start, range_end]``)::
 
     rlgate:
+      tiers: [functional, convergence, perf, swe_gate]   (all four)
+      functional:
+        expect: pass|reject (pass), reject_codes: [finding codes], data_tool_format: xml|json,
+        data_reasoning: bool, known_limitations: [{check: contiguity|round_trip|streaming,
+                                                   scenario, reason}]
       convergence:
         target_step: int                  (grpo.max_num_steps; --max-steps overrides)
         completion: {metric: train/loss}  (the tag whose last step counts as "reached")
@@ -41,7 +46,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -67,6 +72,7 @@ from rlgate.recipe.conditions import (
 __all__ = [
     "DEFAULT_THINKING_TAGS",
     "DEFAULT_TOOL_CALL_PATTERNS",
+    "TIERS",
     "AgenticSpec",
     "BandMethod",
     "BandSpec",
@@ -74,7 +80,9 @@ __all__ = [
     "ConditionCheckSpec",
     "ConvergenceSpec",
     "Direction",
+    "FunctionalGate",
     "GateSpec",
+    "KnownLimitation",
     "PerfSpec",
     "RewardSpec",
     "RewardTest",
@@ -308,16 +316,47 @@ class BandSpec(_Strict):
         return value
 
 
-class GateSpec(_Strict):
-    """The whole ``rlgate:`` block (functional-tier keys accepted, not validated here)."""
+TIERS = ("functional", "convergence", "perf", "swe_gate")
+TierName = Literal["functional", "convergence", "perf", "swe_gate"]
 
-    tiers: Any = None
+
+class KnownLimitation(_Strict):
+    """A documented, real limitation a functional check is expected to hit (strict xfail)."""
+
+    check: Literal["contiguity", "round_trip", "streaming"]
+    scenario: str
+    reason: str
+
+
+class FunctionalGate(_Strict):
+    """The ``rlgate.functional`` block: what the functional tier expects of the served path."""
+
+    expect: Literal["pass", "reject"] = "pass"
+    reject_codes: tuple[str, ...] = ()
+    data_tool_format: Literal["xml", "json"] | None = None
+    data_reasoning: bool | None = None
+    known_limitations: tuple[KnownLimitation, ...] = ()
+
+
+class GateSpec(_Strict):
+    """The whole ``rlgate:`` block.
+
+    ``expect`` and ``reject_reasons`` at the top level are older spellings of the functional
+    block's keys: accepted and ignored.
+    """
+
+    tiers: tuple[TierName, ...] | None = None
     expect: Any = None
     reject_reasons: Any = None
-    functional: Any = None
+    functional: FunctionalGate = FunctionalGate()
     convergence: ConvergenceSpec | None = None
     perf: PerfSpec | None = None
     band: BandSpec | None = None
+
+    @field_validator("functional", mode="before")
+    @classmethod
+    def _functional_null(cls, value: Any) -> Any:
+        return {} if value is None else value
 
 
 def _vocabulary() -> set[str]:
@@ -334,6 +373,8 @@ def _vocabulary() -> set[str]:
         PerfSpec,
         BandMetricSpec,
         BandSpec,
+        KnownLimitation,
+        FunctionalGate,
         GateSpec,
     ):
         names.update(model.model_fields)
@@ -363,8 +404,13 @@ def _format_errors(exc: ValidationError, recipe: str) -> str:
     return f"recipe {recipe}: invalid rlgate block:\n" + "\n".join(lines)
 
 
-def parse_gate(raw: Mapping[str, Any] | None, *, recipe: str = "<recipe>") -> GateSpec:
-    """Validate a recipe's raw ``rlgate:`` mapping; RecipeError lists every problem."""
+def parse_gate(raw: Mapping[str, Any] | GateSpec | None, *, recipe: str = "<recipe>") -> GateSpec:
+    """Validate a recipe's raw ``rlgate:`` mapping; RecipeError lists every problem.
+
+    ``Recipe.gate`` is already parsed (by ``load_recipe``) and is returned as it is.
+    """
+    if isinstance(raw, GateSpec):
+        return raw
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):

@@ -148,42 +148,31 @@ def _plural(n: int, word: str) -> str:
 
 def load_recipe_facts(path: str | os.PathLike[str]) -> RecipeFacts:
     """Load a recipe (``rlgate.recipe.load.load_recipe``) and pick the facts the report states."""
-    from rlgate.recipe.load import get_path, load_recipe
-    from rlgate.recipe.spec import parse_gate
-    from rlgate.serving.templates import SERVING_KWARGS
+    from rlgate.recipe.load import load_recipe
 
     recipe = load_recipe(path)
-    cfg = recipe.config
-    gate = parse_gate(recipe.gate, recipe=recipe.name)
-
-    def num(key: str) -> int | None:
-        value = get_path(cfg, key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    colocated = bool(get_path(cfg, "policy.generation.colocated.enabled", False))
-    template = get_path(cfg, f"{SERVING_KWARGS}.chat_template")
-    prompts, gens = num("grpo.num_prompts_per_step"), num("grpo.num_generations_per_prompt")
-    age = num("grpo.async_grpo.max_trajectory_age_steps")
-    in_flight = get_path(cfg, "grpo.async_grpo.in_flight_weight_updates")
+    facts, gate = recipe.facts, recipe.gate
+    generation, grpo = facts.policy.generation, facts.grpo
+    colocated = generation.colocated.enabled is True
+    template = generation.serving_kwargs.chat_template
+    prompts, gens = grpo.num_prompts_per_step, grpo.num_generations_per_prompt
     return RecipeFacts(
         name=recipe.name,
         path=str(recipe.path),
         sha256=sha256_path(Path(recipe.path)),
-        model=str(get_path(cfg, "policy.model_name", "an unnamed model")),
-        nodes=num("cluster.num_nodes"),
-        gpus_per_node=num("cluster.gpus_per_node"),
-        generation_nodes=None
-        if colocated
-        else num("policy.generation.colocated.resources.num_nodes"),
+        model=facts.policy.model_name or "an unnamed model",
+        nodes=facts.cluster.num_nodes,
+        gpus_per_node=facts.cluster.gpus_per_node,
+        generation_nodes=None if colocated else generation.colocated.resources.num_nodes,
         colocated=colocated,
-        tool_parser=get_path(cfg, f"{SERVING_KWARGS}.tool_parser"),
-        reasoning_parser=get_path(cfg, f"{SERVING_KWARGS}.reasoning_parser"),
-        async_grpo=bool(get_path(cfg, "grpo.async_grpo.enabled", False)),
-        max_trajectory_age=age,
-        in_flight_weight_updates=in_flight if isinstance(in_flight, bool) else None,
-        max_num_steps=num("grpo.max_num_steps"),
+        tool_parser=generation.serving_kwargs.tool_parser,
+        reasoning_parser=generation.serving_kwargs.reasoning_parser,
+        async_grpo=grpo.is_async,
+        max_trajectory_age=grpo.async_grpo.max_trajectory_age_steps,
+        in_flight_weight_updates=grpo.async_grpo.in_flight_weight_updates,
+        max_num_steps=grpo.max_num_steps,
         batch=f"{prompts} prompts × {gens} generations" if prompts and gens else None,
-        template_sha256=_sha256_text(template) if isinstance(template, str) else None,
+        template_sha256=_sha256_text(template) if template is not None else None,
         band_alpha=gate.band.alpha if gate.band is not None else 0.01,
         sources=tuple(str(s) for s in recipe.sources),
     )

@@ -96,14 +96,26 @@ class GymKeyFinding:
     model: str
 
 
-def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in top.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
+def _merge(configs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Left-to-right ``OmegaConf.merge``, as Gym merges its global config (``global_config.py``).
+
+    Interpolations stay unresolved (Gym resolves them when its servers start).
+    """
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    nodes = []
+    for where, config in configs:
+        try:
+            nodes.append(OmegaConf.create(dict(config)))
+        except OmegaConfBaseException as exc:
+            raise RecipeError(f"{where}: not a valid Gym config: {exc}") from exc
+    try:
+        merged = OmegaConf.to_container(OmegaConf.merge({}, *nodes), resolve=False)
+    except OmegaConfBaseException as exc:
+        raise RecipeError(f"cannot merge Gym configs: {exc}") from exc
+    assert isinstance(merged, dict)
+    return merged
 
 
 def _load_config_path(rel: str) -> dict[str, Any]:
@@ -124,11 +136,11 @@ def gym_servers(nemo_gym: Mapping[str, Any]) -> list[GymServer]:
     paths = nemo_gym.get("config_paths") or []
     if isinstance(paths, str):
         paths = [paths]
-    merged: dict[str, Any] = {}
-    for rel in paths:
-        merged = _deep_merge(merged, _load_config_path(str(rel)))
     overrides = {k: v for k, v in nemo_gym.items() if k not in NEMO_RL_GYM_KEYS}
-    merged = _deep_merge(merged, overrides)
+    merged = _merge(
+        [(f"Gym config {rel}", _load_config_path(str(rel))) for rel in paths]
+        + [("env.nemo_gym", overrides)]
+    )
     servers = []
     for instance, body in merged.items():
         if not isinstance(body, Mapping):

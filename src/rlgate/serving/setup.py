@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from rlgate.core.errors import RecipeError
-from rlgate.recipe.load import Recipe, get_path
+from rlgate.recipe.facts import RunFacts
+from rlgate.recipe.load import Recipe
 from rlgate.serving.contiguity import (
     SCENARIOS,
     LoopContext,
@@ -201,34 +202,30 @@ def _dict(value: Any, key: str) -> dict[str, Any]:
     return dict(value)
 
 
-def _served_template(config: dict[str, Any], tokenizer: Any) -> ChatTemplate:
+def _served_template(facts: RunFacts, tokenizer: Any) -> ChatTemplate:
     try:
-        return served_template(config, tokenizer)
+        return served_template(facts, tokenizer)
     except RecipeError as exc:
         raise NoChatTemplate(exc.message, hint=exc.hint) from exc
     except (OSError, UnicodeDecodeError) as exc:  # chat_template names a file
-        path = get_path(config, f"{SERVING_KWARGS}.chat_template")
+        path = facts.policy.generation.serving_kwargs.chat_template
         raise RecipeError(f"{SERVING_KWARGS}.chat_template: cannot read {path!r}: {exc}") from exc
 
 
 def serving_setup(recipe: Recipe, tokenizer_root: str | Path | None) -> ServingSetup:
     """Resolve the serving setup of ``recipe`` (loads the tokenizer; no GPU, no server)."""
-    config = recipe.config
-    kwargs = _dict(get_path(config, SERVING_KWARGS), SERVING_KWARGS)
+    facts = recipe.facts
+    kwargs = facts.policy.generation.serving_kwargs
     try:
-        model_id = tokenizer_model_id(config)
+        model_id = tokenizer_model_id(facts)
     except RecipeError as exc:
         raise TokenizerUnavailable("", "", exc.message) from exc
     source = resolve_tokenizer_source(model_id, tokenizer_root)
     tokenizer = _load_tokenizer(model_id, source)
-    server_kwargs = kwargs.get("default_chat_template_kwargs")
-    if server_kwargs is None:
-        server_kwargs = kwargs.get("chat_template_kwargs")
     servers: list[GymServer] = []
     gym_model = None
-    nemo_gym = get_path(config, "env.nemo_gym")
-    if get_path(config, "env.should_use_nemo_gym") and isinstance(nemo_gym, dict):
-        servers = gym_servers(nemo_gym)
+    if facts.env.gym is not None:
+        servers = gym_servers(facts.env.gym)
         gym_model = vllm_model_config(servers)
     gym_kwargs = _dict(
         gym_model.config.get("chat_template_kwargs") if gym_model else None,
@@ -238,11 +235,11 @@ def serving_setup(recipe: Recipe, tokenizer_root: str | Path | None) -> ServingS
         recipe=recipe,
         tokenizer_source=source,
         tokenizer=tokenizer,
-        template=_served_template(config, tokenizer),
-        tool_parser=kwargs.get("tool_parser") or None,
-        reasoning_parser=kwargs.get("reasoning_parser") or None,
-        enable_auto_tools=bool(kwargs.get("enable_auto_tools", True)),
-        server_kwargs=_dict(server_kwargs, f"{SERVING_KWARGS}.default_chat_template_kwargs"),
+        template=_served_template(facts, tokenizer),
+        tool_parser=kwargs.tool_parser or None,
+        reasoning_parser=kwargs.reasoning_parser or None,
+        enable_auto_tools=kwargs.enable_auto_tools,
+        server_kwargs=dict(kwargs.template_kwargs),
         gym_kwargs=gym_kwargs,
         servers=servers,
         gym_model=gym_model,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rlgate.core.errors import RecipeError
-from rlgate.recipe.load import get_path
+from rlgate.recipe.facts import RunFacts
 
 __all__ = [
     "PROBE_TOOLS",
@@ -72,10 +72,10 @@ class ChatTemplate:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
 
-def tokenizer_model_id(config: Mapping[str, Any]) -> str:
+def tokenizer_model_id(facts: RunFacts) -> str:
     """The tokenizer a NeMo RL config loads (``policy.tokenizer.name`` or ``policy.model_name``)."""
-    name = get_path(config, "policy.tokenizer.name") or get_path(config, "policy.model_name")
-    if not isinstance(name, str) or not name:
+    name = facts.policy.tokenizer_id
+    if name is None:
         raise RecipeError("config names no tokenizer (policy.tokenizer.name / policy.model_name)")
     return name
 
@@ -111,10 +111,10 @@ def load_tokenizer(source: str) -> Any:
         ) from exc
 
 
-def served_template(config: Mapping[str, Any], tokenizer: Any) -> ChatTemplate:
+def served_template(facts: RunFacts, tokenizer: Any) -> ChatTemplate:
     """The template vLLM's chat server will use for this config."""
-    inline = get_path(config, f"{SERVING_KWARGS}.chat_template")
-    if isinstance(inline, str) and inline.strip():
+    inline = facts.policy.generation.serving_kwargs.chat_template
+    if inline is not None and inline.strip():
         if "{" not in inline and Path(inline).is_file():
             return ChatTemplate(Path(inline).read_text(encoding="utf-8"), f"file:{inline}")
         return ChatTemplate(inline, f"config:{SERVING_KWARGS}.chat_template")

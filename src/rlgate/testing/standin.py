@@ -7,7 +7,10 @@ with NeMo RL's tag names (:func:`rlgate.testing.corpus.write_run`). Options befo
 ``--config`` inject the ways a real run ends badly::
 
     python -m rlgate.testing.standin [--stop-at-step K] [--exit-code N] [--fail-with TEXT]
-        [--seconds S] --config RECIPE grpo.max_num_steps=N logger.log_dir=DIR ...
+        [--seconds S] [--hang] --config RECIPE grpo.max_num_steps=N logger.log_dir=DIR ...
+
+``--hang`` wedges the run after its last step (it sleeps until killed), as an async run
+stuck on a straggler rollout does.
 
 Use it as ``rlgate launch RECIPE --entrypoint "python -m rlgate.testing.standin"`` to check a
 site's launch -> watch -> check-run plumbing (container, mounts, log paths) without GPUs.
@@ -22,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from rlgate.recipe.load import get_path, load_recipe
+from rlgate.recipe.load import load_recipe
 from rlgate.testing.corpus import Fault, Profile, write_run
 
 __all__ = ["main"]
@@ -37,10 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fail-with", help="print this line to stderr before exiting")
     parser.add_argument("--seconds", type=float, default=0.0, help="sleep before writing")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--hang", action="store_true", help="after the steps, sleep until killed")
     args, overrides = parser.parse_known_args(argv)
     recipe = load_recipe(args.config, overrides)
-    target = int(get_path(recipe.config, "grpo.max_num_steps"))
-    log_dir = Path(str(get_path(recipe.config, "logger.log_dir")))
+    target = recipe.facts.grpo.max_num_steps or 0
+    log_dir = Path(str(recipe.facts.logger.log_dir))
     steps = min(target, args.stop_at_step) if args.stop_at_step is not None else target
     print(f"stand-in for run_grpo_nemo_gym.py: {recipe.name}, {steps}/{target} steps -> {log_dir}")
     sys.stdout.flush()
@@ -49,6 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_run(log_dir, Fault.HEALTHY, seed=args.seed, profile=replace(Profile(), steps=steps))
     for step in range(1, steps + 1):
         print(f"========================= Step {step}/{target} =========================")
+    sys.stdout.flush()
+    while args.hang:
+        time.sleep(3600)
     if args.fail_with:
         print(args.fail_with, file=sys.stderr)
     return args.exit_code

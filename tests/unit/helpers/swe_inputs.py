@@ -1,7 +1,7 @@
 """Build SWE-bench harness outputs for tests with the real swebench 5.0.2 code.
 
 Per-instance ``report.json`` files come from swebench's own grader
-(``make_test_spec`` + ``get_eval_report``, via :func:`rlgate.swe.harness.write_instance_logs`)
+(``make_test_spec`` + ``get_eval_report``, via :func:`.swe_logs.write_instance_logs`)
 run on ``test_output.txt`` logs written in each repository's test-runner format
 for the real FAIL_TO_PASS / PASS_TO_PASS tests of the Verified dataset. Final
 reports come from swebench's ``make_run_report`` (no Docker client). Only the
@@ -20,9 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlgate.swe.harness import load_instances, write_final_report, write_instance_logs
+from rlgate.swe.harness import load_instances
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from . import REPO_ROOT
+from .swe_logs import write_final_report, write_instance_logs
+
 DATASET = Path(
     os.environ.get("RLGATE_SWE_DATASET", REPO_ROOT.parent / "shared/swebench/SWE-bench_Verified")
 )

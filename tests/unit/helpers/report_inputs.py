@@ -23,8 +23,6 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from corpus_build import corpus
-
 from rlgate.checks.plan import load_inputs, load_plan, render_junit, run_gate
 from rlgate.core.io import write_json_atomic, write_text_atomic
 from rlgate.demo.build import BUNDLED_INSTANCES, write_demo_swe
@@ -33,6 +31,8 @@ from rlgate.swe.readers import load_arm
 from rlgate.swe.records import load_universe
 from rlgate.swe.report import build_swe_junit, comparison_to_dict
 from rlgate.testing.corpus import Fault
+
+from .corpus_build import corpus
 
 
 @functools.cache

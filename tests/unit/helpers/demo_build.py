@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.demo.build import REPO, DemoResult, run_demo
+from rlgate.demo.build import DemoResult, run_demo
+
+from . import REPO_ROOT
 
 # Cheap but real: every recipe's rlgate.functional block, validated by the functional tier.
 FUNCTIONAL_SUBSET = ("-k", "test_recipe_gate_block_is_valid")
@@ -34,7 +36,7 @@ def tokenizer_root(config: pytest.Config) -> str:
     for candidate in (
         config.getoption("tokenizers"),
         os.environ.get("RLGATE_TOKENIZERS"),
-        str(REPO.parent / "shared/tokenizers"),
+        str(REPO_ROOT.parent / "shared/tokenizers"),
     ):
         if candidate and Path(candidate).is_dir():
             return candidate

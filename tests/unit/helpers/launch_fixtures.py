@@ -19,7 +19,8 @@ from rlgate.launch.manifest import load_manifest
 from rlgate.launch.plan import GYM_SUBMODULE
 from rlgate.launch.site import SiteConfig
 
-ROOT = Path(__file__).parents[2]
+from . import REPO_ROOT as ROOT
+
 RECIPES = ROOT / "recipes"
 TARGET = RECIPES / "grpo-qwen3.5-35ba3b-4n8g-megatron-ep16tp2cp2-async1off-gym-swe-thinking.yaml"
 KNOWN_BAD = (

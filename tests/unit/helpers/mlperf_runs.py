@@ -15,7 +15,8 @@ import pytest
 from rlgate.checks.plan import GatePlan, load_plan
 from rlgate.runs.metrics import RunMetrics, load_mlperf_log
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from . import REPO_ROOT
+
 MLPERF_DIR = Path(
     os.environ.get("RLGATE_MLPERF_DIR", REPO_ROOT.parent / "shared" / "mlperf-qwen35-grpo-rcp")
 )

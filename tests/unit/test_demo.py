@@ -142,12 +142,13 @@ class TestDemoNeedsNoCheckout:
             ignore=shutil.ignore_patterns("__pycache__"),
         )
         junit = tmp_path / "functional.xml"
+        tokenizers = str(Path(demo_tokenizers(request.config)).resolve())  # the child's cwd differs
         script = (
             "import sys, subprocess, rlgate\n"
             "from pathlib import Path\n"
             "from rlgate.demo.build import functional_command\n"
             f"assert Path(rlgate.__file__).is_relative_to({str(site)!r}), rlgate.__file__\n"
-            f"cmd = functional_command(Path({str(junit)!r}), {demo_tokenizers(request.config)!r},"
+            f"cmd = functional_command(Path({str(junit)!r}), {tokenizers!r},"
             f" {FUNCTIONAL_SUBSET!r})\n"
             "sys.exit(subprocess.call(cmd))\n"
         )

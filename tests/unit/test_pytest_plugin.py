@@ -215,7 +215,12 @@ class TestOneDefinition:
 
     def test_every_plugin_option_is_namespaced_with_its_historic_alias(self) -> None:
         for option in PLUGIN_OPTIONS:
-            assert option.pytest_flags == (f"--rlgate-{option.name}", f"--{option.name}")
+            if option.alias:
+                assert option.pytest_flags == (f"--rlgate-{option.name}", f"--{option.name}")
+            else:  # new options have no bare alias, and a namespaced destination
+                assert option.pytest_flags == (f"--rlgate-{option.name}",)
+                assert option.dest == f"rlgate_{option.name.replace('-', '_')}"
+        assert [o.name for o in PLUGIN_OPTIONS if not o.alias] == ["json"]
 
     @pytest.mark.parametrize("change", ["help", "type", "metavar"])
     def test_a_command_may_change_only_the_shape(self, change: str) -> None:

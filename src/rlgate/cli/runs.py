@@ -241,10 +241,16 @@ def add_watch(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--cancel-stalled", action="store_true", help="cancel a stalled job through its backend"
     )
+    p.add_argument(
+        "--junit",
+        dest="junit_out",
+        help="write each verdict as the run_status check (JUnit; infra causes in its evidence)",
+    )
     p.set_defaults(func=_cmd_watch)
 
 
 def _cmd_watch(args: argparse.Namespace) -> int:
+    _require_file_path("--junit", args.junit_out)
     timeout = args.timeout * 60 if args.timeout is not None else None
     stall = {
         "stall_factor": args.stall_factor,
@@ -252,7 +258,12 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         "cancel_stalled": args.cancel_stalled,
     }
     return _watch_dirs(
-        args.run_dirs, interval=args.interval, timeout=timeout, follow=args.follow, **stall
+        args.run_dirs,
+        interval=args.interval,
+        timeout=timeout,
+        follow=args.follow,
+        junit=args.junit_out,
+        **stall,
     )
 
 
@@ -262,13 +273,18 @@ def _watch_dirs(
     interval: float,
     timeout: float | None,
     follow: bool,
+    junit: str | None = None,
     **stall: Any,
 ) -> int:
     import time
 
-    from rlgate.launch.watch import watch_run
+    from rlgate.core.io import write_text_atomic
+    from rlgate.core.junit import JunitCase, JunitSuite, write_junit
+    from rlgate.launch.manifest import MANIFEST_NAME
+    from rlgate.launch.watch import run_result, watch_run
 
     worst = ExitCode.OK
+    cases = []
     for run_dir in run_dirs:
         name = os.path.basename(os.path.normpath(run_dir))
 
@@ -290,6 +306,14 @@ def _watch_dirs(
             continue
         print(f"{name}: {result.status.value.upper()}: {result.message}")
         worst = max(worst, result.exit_code)
+        recipe = result.manifest.recipe.name
+        facts = {"recipe": recipe, "run_dir": result.manifest.run_dir}
+        check = run_result(result)
+        cases.append(JunitCase.of(check, classname=f"rlgate.convergence.{recipe}", facts=facts))
+    if junit:
+        manifests = [os.path.join(d, MANIFEST_NAME) for d in run_dirs]  # never over one
+        suite = JunitSuite.of("rlgate.watch", cases)
+        write_text_atomic(junit, write_junit([suite]), inputs=manifests)
     return worst
 
 

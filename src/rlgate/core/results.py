@@ -11,6 +11,12 @@ JSON form (``schema_version`` 1): ``{name, tier, status, value, op, threshold, u
 message, metric, evidence, informational, schema_version}``; ``status`` is the
 :class:`Outcome`; a non-finite ``value``/``threshold`` is written as the string ``"nan"``,
 ``"inf"`` or ``"-inf"`` (strict JSON, and a NaN loss is shown, not dropped).
+
+An ERROR whose cause is the infrastructure, not the code under test, says so in its
+evidence under :data:`INFRA_CAUSE`: ``{"reason": <signature name>, "detail": <what matched>}``
+(the SWE coverage criteria over their infra error rate, ``rlgate watch``'s infra signatures
+and stalled runs); :attr:`Result.infra_cause` reads it, and triage labels such an ERROR
+``infra`` (``docs/history.md``).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pydantic import (
 
 __all__ = [
     "CHECK_TIERS",
+    "INFRA_CAUSE",
     "RELEASE_TIERS",
     "RESULT_SCHEMA_VERSION",
     "Op",
@@ -62,6 +69,10 @@ class Tier(Enum):
 RELEASE_TIERS = (Tier.FUNCTIONAL, Tier.CONVERGENCE, Tier.PERF, Tier.SWE_GATE)
 #: The tiers of a recipe's planned checks (``rlgate check-run --tier``).
 CHECK_TIERS = (Tier.CONVERGENCE, Tier.PERF)
+
+
+#: Evidence key of an ERROR caused by the infrastructure: ``{"reason": str, "detail": str}``.
+INFRA_CAUSE = "infra_cause"
 
 
 class Outcome(Enum):
@@ -194,6 +205,18 @@ class Result(BaseModel):
     def executed(self) -> bool:
         """True when the check ran to an outcome (not skipped)."""
         return self.outcome is not Outcome.SKIP
+
+    @property
+    def infra_cause(self) -> str | None:
+        """The infrastructure reason of an ERROR (evidence :data:`INFRA_CAUSE`), else None.
+
+        Only an ERROR can have one (a FAIL judged the code); a malformed entry is none.
+        """
+        cause = self.evidence.get(INFRA_CAUSE)
+        if self.outcome is not Outcome.ERROR or not isinstance(cause, dict):
+            return None
+        reason = cause.get("reason")
+        return reason if isinstance(reason, str) and reason.strip() else None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form (module docstring); :meth:`from_json` reads it back."""

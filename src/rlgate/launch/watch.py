@@ -19,6 +19,12 @@ or for ``stall_minutes`` when given (the only rule before a first step, or for a
 logs no step time). Progress time is the newest metrics file's modification time (NeMo RL
 appends to its event file every step), so a watch started on an already wedged run sees it.
 
+The verdict is also a :class:`~rlgate.core.results.Result` (:func:`run_result`, ``rlgate watch
+--junit``): the check ``run_status`` passes for ``completed``, fails for ``stopped_short``,
+``failed`` and ``lost``, and is an ERROR whose evidence names its infrastructure cause
+(:data:`~rlgate.core.results.INFRA_CAUSE`: the signature's reason, ``stalled`` or
+``watch_timeout``) for the exit-3 verdicts, so triage labels those ``infra``.
+
 Invariants: the job is never touched, except that ``cancel_stalled`` cancels a stalled job
 through its backend (``scancel``, ``ray job stop``, a signal to the local process group);
 the manifest is the only file written, atomically, and only with what was observed;
@@ -38,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from rlgate.core.errors import ExitCode, MetricsError
+from rlgate.core.results import INFRA_CAUSE, Op, Outcome, Result, Tier
 from rlgate.launch.job import JobState, LaunchBackend, Phase
 from rlgate.launch.manifest import RunManifest, RunStatus, load_manifest, now_utc, write_manifest
 from rlgate.launch.plan import backend_for
@@ -52,6 +59,7 @@ __all__ = [
     "judge",
     "judge_stall",
     "read_progress",
+    "run_result",
     "watch_run",
 ]
 
@@ -267,6 +275,40 @@ class WatchResult:
     exit_code: ExitCode
     message: str
     cause: FailureCause | None = None
+
+
+RUN_STATUS_CHECK = "run_status"
+
+
+def run_result(result: WatchResult) -> Result:
+    """The verdict as the ``run_status`` check (module docstring): value = last step logged."""
+    manifest, status = result.manifest, result.status
+    evidence: dict[str, object] = {"status": status.value, "run_name": manifest.run_name}
+    if status is RunStatus.COMPLETED:
+        outcome = Outcome.PASS
+    elif result.exit_code is ExitCode.INFRA:
+        outcome = Outcome.ERROR
+        if status is RunStatus.STALLED:
+            reason = "stalled"
+        elif result.cause is not None and result.cause.infra:
+            reason = result.cause.reason
+        else:  # still running when the watch gave up: not judged
+            reason = "watch_timeout"
+        detail = result.cause.line if result.cause is not None else result.message
+        evidence[INFRA_CAUSE] = {"reason": reason, "detail": detail}
+    else:
+        outcome = Outcome.FAIL
+    return Result(
+        name=RUN_STATUS_CHECK,
+        tier=Tier.CONVERGENCE,
+        outcome=outcome,
+        value=float(manifest.last_step) if manifest.last_step is not None else None,
+        op=Op.GE,
+        threshold=float(manifest.target_step),
+        unit="step",
+        message=result.message,
+        evidence=evidence,
+    )
 
 
 class _LogFollower:

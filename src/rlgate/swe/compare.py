@@ -41,7 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rlgate.core.errors import SweError
-from rlgate.core.results import Op, Result, Tier, number_text
+from rlgate.core.results import INFRA_CAUSE, Op, Result, Tier, number_text
 from rlgate.core.results import Outcome as CheckOutcome  # records.Outcome: an instance's
 from rlgate.swe import stats
 from rlgate.swe.records import DatasetUniverse, Outcome, SweArm, SweRun, _examples
@@ -258,6 +258,7 @@ def _coverage(summary: ArmSummary, which: Criterion, options: GateOptions) -> Re
             bound,
             f"{summary.name} run {run.label}: infra error rate {rate:.1%} ({detail}) exceeds "
             f"the allowed {bound:.1%}; rerun the failed instances before comparing",
+            evidence={INFRA_CAUSE: {"reason": "swe_infra_errors", "detail": detail}},
             **_SHARE,
         )
     return _criterion(
@@ -412,10 +413,14 @@ def compare_arms(
     p, ci, test, ci_method = _test(b_sum, a_sum, options)
     errors = [c for c in inputs if c.outcome is CheckOutcome.ERROR]
     verdict, why = decide_verdict(delta_pp, p, ci, test, options)
+    infra: dict[str, Any] = {}
     if errors:
         verdict = Verdict.INCONCLUSIVE
         reasons = tuple(c.message for c in errors)
         outcome, message = CheckOutcome.ERROR, "inconclusive, not judged: " + " | ".join(reasons)
+        if all(c.infra_cause for c in errors):  # not judged only because of the infrastructure
+            detail = ", ".join(c.name for c in errors)
+            infra = {INFRA_CAUSE: {"reason": "swe_infra_errors", "detail": detail}}
     else:
         reasons = (why,)
         outcome = CheckOutcome.FAIL if verdict is Verdict.REGRESSED else CheckOutcome.PASS
@@ -428,6 +433,7 @@ def compare_arms(
         "ci95_high_pp": ci[1],
         "test": test,
         "margin_pp": options.margin_pp,
+        **infra,
     }
     significance = _criterion(
         Criterion.SIGNIFICANCE,

@@ -1,0 +1,186 @@
+"""The demo's nightly history: generated main-branch nightlies, judged by the real checks.
+
+``rlgate report --demo`` records :data:`DEMO_NIGHTLIES` nightlies labelled ``DEMO`` (branch
+``main``, one per day) so its report shows trends and a triage table. Each nightly is a
+generated run of the fault corpus's recipe (:mod:`rlgate.testing.corpus`, TensorBoard
+writer) with its Gym rollouts, gated by :mod:`rlgate.checks.plan` against one baseline and
+five band runs, and a generated SWE-bench comparison gated by :mod:`rlgate.swe.compare`:
+the Results are what the checks say, no label is written by hand. Planted
+(:class:`DemoHistoryPlan`), each removable:
+
+* **a regression**: from nightly ``regression_from`` on (a new NeMo RL commit) the runs
+  are :attr:`~rlgate.testing.corpus.Fault.STEP_TIME_UP` (step time +20 %);
+* **a flaky check**: with chance ``flaky_chance`` per nightly, whatever the code, half of
+  the rollouts end truncated (``rollouts:truncated_final_rate``), and always in the last;
+* **an infra failure**: in nightly ``infra_at`` one seed of the trained arm loses 8 % of
+  its instances to a Docker fault, over the SWE gate's 5 % (coverage criterion ERROR with
+  its infrastructure cause).
+
+The code changes every ``code_every`` nightlies (the NeMo RL commit), so flakiness is
+measured on nightlies of the same code. Deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from rlgate.core.results import Result
+from rlgate.history.model import RecordedRun, RunContext
+
+__all__ = [
+    "DEMO_BRANCH",
+    "DEMO_LABEL",
+    "DEMO_NIGHTLIES",
+    "DemoHistoryPlan",
+    "demo_code",
+    "demo_history",
+]
+
+DEMO_LABEL = "DEMO"
+DEMO_BRANCH = "main"
+DEMO_NIGHTLIES = 30
+#: The first demo nightly's date (fixed: the demo is deterministic).
+DEMO_START = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
+_VERSIONS = {"vllm": "0.25.1", "nemo_gym": "0.7.0"}  # demo facts, not this machine's
+
+
+@dataclass(frozen=True, slots=True)
+class DemoHistoryPlan:
+    """What the demo history holds; ``None`` removes a planted fault."""
+
+    nightlies: int = DEMO_NIGHTLIES
+    code_every: int = 3
+    regression_from: int | None = 25
+    flaky_chance: float | None = 0.35
+    infra_at: int | None = DEMO_NIGHTLIES
+
+    def without(self, *faults: str) -> DemoHistoryPlan:
+        """The plan with the named faults (``regression``, ``flaky``, ``infra``) removed."""
+        fields = {"regression": "regression_from", "flaky": "flaky_chance", "infra": "infra_at"}
+        return dataclasses.replace(self, **{fields[f]: None for f in faults})
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def demo_code(plan: DemoHistoryPlan, nightly: int) -> dict[str, str]:
+    """The commits nightly ``nightly`` (1-based) ran: NeMo RL moves every ``code_every``."""
+    return {
+        "nemo_rl": _sha(f"demo-nemo-rl-{(nightly - 1) // plan.code_every}"),
+        "nemo_gym": _sha("demo-nemo-gym"),
+        "rlgate": _sha("demo-rlgate"),
+    }
+
+
+def _flaky_schedule(plan: DemoHistoryPlan, seed: int) -> np.ndarray:
+    if plan.flaky_chance is None:
+        return np.zeros(plan.nightlies, dtype=bool)
+    hit = np.random.default_rng(seed + 7919).random(plan.nightlies) < plan.flaky_chance
+    hit[-1] = True  # the latest nightly shows it
+    return hit
+
+
+def _break_swe(path: Path, ids: Sequence[str]) -> None:
+    """One seed loses 8 % of its instances to a Docker fault (an infra failure)."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    for iid in ids[3::12]:
+        doc[iid] = {
+            "resolved": False,
+            "patch_exists": True,
+            "infra_failure": True,
+            "infra_failure_reason": "docker_daemon_unreachable",
+        }
+    path.write_text(json.dumps(doc, indent=0) + "\n", encoding="utf-8")
+
+
+def _swe_results(root: Path, universe, k: int, seed: int, infra: bool) -> tuple[Result, ...]:
+    from rlgate.demo.build import write_demo_swe
+    from rlgate.swe.compare import GateOptions, compare_arms
+    from rlgate.swe.readers import load_arm
+
+    ids = list(universe.ids)
+    before, after = write_demo_swe(root, ids, seed=seed + 500 + k)
+    if infra:
+        _break_swe(after[0], ids)
+    comparison = compare_arms(
+        load_arm("before", before, universe),
+        load_arm("after", after, universe),
+        universe,
+        GateOptions(seed=seed + k, n_resamples=2000),
+    )
+    return comparison.criteria
+
+
+def demo_history(
+    root: str | Path, *, plan: DemoHistoryPlan | None = None, seed: int = 0
+) -> list[RecordedRun]:
+    """Generate, gate and return the demo nightlies (two recorded runs each), oldest first.
+
+    Writes the runs under ``root`` (a fresh directory): the recipe, the baseline, the band,
+    and per nightly its run, rollouts and SWE maps.
+    """
+    from rlgate.checks.plan import load_inputs, load_plan, run_gate
+    from rlgate.demo.build import DEMO_RECIPE, find_swe_dataset
+    from rlgate.runs.metrics import load_run
+    from rlgate.runs.rollouts import load_rollouts
+    from rlgate.swe.records import load_universe
+    from rlgate.testing.corpus import Fault, corpus_recipe, write_rollouts, write_run
+
+    plan = plan or DemoHistoryPlan()
+    base = Path(root)
+    base.mkdir(parents=True, exist_ok=True)
+    recipe_text = "# DEMO recipe (rlgate.demo.history)\n" + corpus_recipe()
+    recipe = base / f"{DEMO_RECIPE}.yaml"
+    recipe.write_text(recipe_text, encoding="utf-8")
+    baseline = write_run(base / "baseline", Fault.HEALTHY, seed=seed + 1)
+    for k in range(5):
+        write_run(base / "band" / f"seed_{k}", Fault.HEALTHY, seed=seed + 10 + k)
+    gate = load_plan(recipe)
+    spec = gate.gate.convergence.rollouts if gate.gate.convergence else None
+    first = write_run(base / "n01" / "run", Fault.HEALTHY, seed=seed + 2000)
+    rollouts = write_rollouts(base / "n01" / "rollouts.jsonl", "healthy", seed=seed + 3000)
+    shared = load_inputs(gate, first, baseline=baseline, rollouts=rollouts)
+    universe = load_universe(find_swe_dataset())
+    flaky = _flaky_schedule(plan, seed)
+    sha = hashlib.sha256(recipe_text.encode("utf-8")).hexdigest()
+    out = []
+    for k in range(1, plan.nightlies + 1):
+        night = base / f"n{k:02d}"
+        regressed = plan.regression_from is not None and k >= plan.regression_from
+        fault = Fault.STEP_TIME_UP if regressed else Fault.HEALTHY
+        run = write_run(night / "run", fault, seed=seed + 2000 + k) if k > 1 or regressed else first
+        kind = "truncated_final" if flaky[k - 1] else "healthy"
+        rollout = write_rollouts(night / "rollouts.jsonl", kind, seed=seed + 3000 + k)
+        inputs = dataclasses.replace(
+            shared, run=load_run(run), rollouts=load_rollouts(rollout, spec)
+        )
+        checks = run_gate(gate, inputs).results
+        swe = _swe_results(night / "swe", universe, k, seed, infra=k == plan.infra_at)
+        context = {
+            "recipe": DEMO_RECIPE,
+            "recipe_sha256": sha,
+            "branch": DEMO_BRANCH,
+            "commits": demo_code(plan, k),
+            "versions": _VERSIONS,
+            "hardware": "demo-2x8",
+            "nightly_id": f"DEMO-n{k:02d}",
+            "label": DEMO_LABEL,
+        }
+        when = DEMO_START + timedelta(days=k - 1)
+        for part, results, minutes in (("checks", checks, 0), ("swe", swe, 30)):
+            ctx = RunContext(
+                run_id=f"DEMO-n{k:02d}-{part}",
+                recorded_at=when + timedelta(minutes=minutes),
+                **context,
+            )
+            out.append(RecordedRun(context=ctx, results=list(results)))
+    return out

@@ -1,0 +1,451 @@
+"""Triage: label each failing gate check of a candidate against the main branch's nightlies.
+
+Pure: Results and recorded runs in, one :class:`TriageLabel` per failing or erroring gate
+(non-informational) check of the candidate out; the store is read by the caller
+(``Store.runs``). The rule (``docs/history.md``, "Triage"), in this order:
+
+1. **infra**: every failing Result of the check is an ERROR whose evidence names an
+   infrastructure cause (:attr:`rlgate.core.results.Result.infra_cause`: ``rlgate watch``'s
+   signatures and stalled runs, the SWE coverage criteria over their infra error rate).
+2. **flaky**: the check passed on a rerun (the candidate holds a PASS of it too, or a
+   recorded run of the candidate's own code passed it), or its outcome flips between main
+   nightlies of the same code at a rate of at least ``flaky_rate`` (:data:`FLAKY_RATE`)
+   with at least :data:`MIN_FLIPS` flips. Same code: the same recipe hash, commits and
+   versions (:func:`code_of`); a nightly with no recorded commits is no one's same code.
+   A flip is two consecutive judged main nightlies of the same code that disagree, or one
+   nightly whose runs disagree (a rerun).
+3. **unknown**: no main nightly of the window judged the check (a new check, no history,
+   or only infra errors): nothing shows the failure is not the candidate's.
+4. **pre-existing**: it failed in every main nightly of the window that judged it.
+5. **regression**: it passed on main in the window and fails now; ``first_failing`` is the
+   first main nightly after its last pass that failed (main itself regressed there), else
+   the candidate.
+
+The window is the last ``last`` nightlies of ``main_branch`` (runs grouped by
+``nightly_id``, else each run alone) recorded before the candidate (its own nightly and
+run excluded), of the candidate's recipe when it has one. A judged outcome is a PASS, a
+FAIL or an ERROR without infrastructure cause; SKIPs and infra errors are not judgements.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from rlgate.core.results import INFRA_CAUSE, Outcome, Result, Tier
+from rlgate.history.model import RecordedRun, RunContext
+
+__all__ = [
+    "DEFAULT_LAST",
+    "FLAKY_RATE",
+    "MIN_FLIPS",
+    "CheckKey",
+    "Label",
+    "Mark",
+    "TriageLabel",
+    "code_of",
+    "marks_by_check",
+    "nightlies",
+    "outcome_strip",
+    "triage",
+    "window",
+]
+
+#: Main nightlies a candidate is compared with, by default.
+DEFAULT_LAST = 30
+#: Flips per same-code transition from which a check is flaky (10 %: one flip in ten
+#: consecutive same-code nightlies; a deterministic check flips only when its code changes).
+FLAKY_RATE = 0.1
+#: Fewest flips that make a check flaky (one flip alone may be one environment change).
+MIN_FLIPS = 2
+
+
+class Label(Enum):
+    """What a failing gate check's history says about it."""
+
+    REGRESSION = "regression"
+    PRE_EXISTING = "pre-existing"
+    FLAKY = "flaky"
+    INFRA = "infra"
+    UNKNOWN = "unknown"
+
+
+#: A check across runs: its tier and name (a recipe's checks are compared within the recipe).
+CheckKey = tuple[Tier, str]
+
+_JUDGED = (Outcome.PASS, Outcome.FAIL, Outcome.ERROR)
+
+
+def code_of(context: RunContext) -> tuple[Any, ...] | None:
+    """What "the same code" means for flakiness: recipe hash, commits, versions (None: unknown)."""
+    if not context.commits:
+        return None
+    return (
+        context.recipe_sha256,
+        tuple(sorted(context.commits.items())),
+        tuple(sorted(context.versions.items())),
+    )
+
+
+def _judged(result: Result) -> bool:
+    return result.outcome in _JUDGED and result.infra_cause is None
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One nightly's outcome of one check (its runs' Results combined).
+
+    ``outcome`` is PASS when every judged Result passed, else the first failing one's (FAIL
+    or ERROR); an ERROR with ``infra`` set when only infra errors were recorded; SKIP when
+    the check was skipped. ``mixed`` is True when the nightly's runs disagree (a rerun).
+    """
+
+    nightly: str
+    recorded_at: datetime
+    outcome: Outcome
+    value: float | None
+    code: tuple[Any, ...] | None
+    run_ids: tuple[str, ...]
+    infra: str | None = None
+    mixed: bool = False
+
+    @property
+    def judged(self) -> bool:
+        """True for a PASS, FAIL or non-infra ERROR."""
+        return self.outcome in _JUDGED and self.infra is None
+
+    @property
+    def passed(self) -> bool:
+        """True when the nightly passed the check (on at least one of its runs)."""
+        return self.judged and (self.outcome is Outcome.PASS or self.mixed)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{nightly, outcome, value, infra, mixed}`` (value None when not finite)."""
+        value = self.value if self.value is not None and math.isfinite(self.value) else None
+        return {
+            "nightly": self.nightly,
+            "outcome": self.outcome.value,
+            "value": value,
+            "infra": self.infra,
+            "mixed": self.mixed,
+        }
+
+
+def _mark(nightly: str, when: datetime, results: Sequence[tuple[RunContext, Result]]) -> Mark:
+    judged = [r for _, r in results if _judged(r)]
+    codes = {code_of(c) for c, _ in results}
+    code = codes.pop() if len(codes) == 1 else None
+    runs = tuple(dict.fromkeys(c.run_id for c, _ in results))
+    if judged:
+        bad = [r for r in judged if r.outcome is not Outcome.PASS]
+        shown = bad[0] if bad else judged[-1]
+        mixed = bool(bad) and len(bad) < len(judged)
+        return Mark(nightly, when, shown.outcome, shown.value, code, runs, mixed=mixed)
+    infra = [r for _, r in results if r.infra_cause is not None]
+    if infra:
+        return Mark(nightly, when, Outcome.ERROR, None, code, runs, infra=infra[0].infra_cause)
+    return Mark(nightly, when, Outcome.SKIP, None, code, runs)
+
+
+def nightlies(runs: Iterable[RecordedRun]) -> list[tuple[str, list[RecordedRun]]]:
+    """Runs grouped by nightly (``nightly_id``, else the run alone), oldest first."""
+    groups: dict[str, list[RecordedRun]] = defaultdict(list)
+    for run in runs:
+        groups[run.context.nightly_id or run.context.run_id].append(run)
+    return sorted(groups.items(), key=lambda kv: (min(r.context.recorded_at for r in kv[1]), kv[0]))
+
+
+def window(
+    history: Iterable[RecordedRun],
+    *,
+    main_branch: str = "main",
+    last: int = DEFAULT_LAST,
+    recipe: str | None = None,
+    before: RunContext | None = None,
+) -> list[tuple[str, list[RecordedRun]]]:
+    """The last ``last`` nightlies of ``main_branch`` (oldest first), as triage compares with.
+
+    ``recipe``: only its runs. ``before``: only runs recorded before that context, and none
+    of its nightly or run (a candidate is never compared with itself).
+    """
+    if last < 1:
+        raise ValueError(f"last must be at least 1, got {last}")
+    kept = []
+    for run in history:
+        ctx = run.context
+        if ctx.branch != main_branch or (recipe is not None and ctx.recipe != recipe):
+            continue
+        if before is not None and (
+            ctx.recorded_at >= before.recorded_at
+            or ctx.run_id == before.run_id
+            or (before.nightly_id is not None and ctx.nightly_id == before.nightly_id)
+        ):
+            continue
+        kept.append(run)
+    return nightlies(kept)[-last:]
+
+
+def marks_by_check(groups: Sequence[tuple[str, list[RecordedRun]]]) -> dict[CheckKey, list[Mark]]:
+    """Per gate check, its :class:`Mark` in each nightly that recorded it (oldest first)."""
+    out: dict[CheckKey, list[Mark]] = defaultdict(list)
+    for nightly, runs in groups:
+        when = min(r.context.recorded_at for r in runs)
+        per: dict[CheckKey, list[tuple[RunContext, Result]]] = defaultdict(list)
+        for run in runs:
+            for result in run.results:
+                if not result.informational:
+                    per[(result.tier, result.name)].append((run.context, result))
+        for key, results in per.items():
+            out[key].append(_mark(nightly, when, results))
+    return dict(out)
+
+
+def outcome_strip(marks: Sequence[Mark]) -> str:
+    """The nightlies' outcomes as one character each, oldest first.
+
+    ``.`` pass, ``F`` fail, ``E`` error, ``I`` infra error, ``M`` mixed (a rerun disagreed),
+    ``-`` skipped.
+    """
+    chars = []
+    for m in marks:
+        if m.infra is not None:
+            chars.append("I")
+        elif m.mixed:
+            chars.append("M")
+        else:
+            chars.append(
+                {Outcome.PASS: ".", Outcome.FAIL: "F", Outcome.ERROR: "E", Outcome.SKIP: "-"}[
+                    m.outcome
+                ]
+            )
+    return "".join(chars)
+
+
+def _flips(marks: Sequence[Mark]) -> tuple[int, int, list[str]]:
+    """(flips, transitions, nightlies where it flipped) over same-code judged nightlies."""
+    judged = [m for m in marks if m.judged]
+    flips, transitions, where = 0, 0, []
+    for m in judged:
+        if m.mixed:
+            flips, transitions = flips + 1, transitions + 1
+            where.append(m.nightly)
+    for a, b in itertools.pairwise(judged):
+        if a.code is None or a.code != b.code:
+            continue
+        transitions += 1
+        if (a.outcome is Outcome.PASS) != (b.outcome is Outcome.PASS):
+            flips += 1
+            where.append(b.nightly)
+    return flips, transitions, where
+
+
+@dataclass(frozen=True, slots=True)
+class TriageLabel:
+    """One failing gate check of the candidate, its label and the evidence behind it.
+
+    ``candidate`` is the candidate's failing Result; ``history`` the check's marks in the
+    main nightlies of the window (oldest first); ``first_failing`` names the first failing
+    nightly of a regression (``"candidate"`` when main still passes it); ``last_passing``
+    the last main nightly that passed it; ``flips``/``transitions`` the same-code flip count.
+    """
+
+    recipe: str | None
+    check: str
+    tier: Tier
+    label: Label
+    candidate: Result
+    reason: str
+    history: tuple[Mark, ...] = ()
+    first_failing: str | None = None
+    last_passing: str | None = None
+    flips: int = 0
+    transitions: int = 0
+    rerun_passed: str | None = None
+    window: tuple[str, ...] = field(default=())
+
+    @property
+    def flip_rate(self) -> float | None:
+        """Flips per same-code transition (None without a transition)."""
+        return self.flips / self.transitions if self.transitions else None
+
+    @property
+    def blocks(self) -> bool:
+        """True for a label that is never waved through (regression, unknown)."""
+        return self.label in (Label.REGRESSION, Label.UNKNOWN)
+
+    def candidate_text(self) -> str:
+        """``FAIL 1.23`` (outcome and value) as the table shows the candidate."""
+        value = self.candidate.value
+        shown = "" if value is None else f" {value:.4g}"
+        return f"{self.candidate.outcome.value.upper()}{shown}"
+
+    def main_text(self) -> str:
+        """``....FF 4/6 pass`` as the table shows main's nightlies (oldest first)."""
+        judged = [m for m in self.history if m.judged]
+        passed = sum(m.passed for m in judged)
+        strip = outcome_strip(self.history) or "no nightly"
+        return f"{strip} {passed}/{len(judged)} pass" if judged else strip
+
+    def to_json(self) -> dict[str, Any]:
+        """The label and its evidence as JSON (``rlgate triage --json``)."""
+        cause = self.candidate.evidence.get(INFRA_CAUSE) if self.label is Label.INFRA else None
+        value = self.candidate.value
+        return {
+            "recipe": self.recipe,
+            "check": self.check,
+            "tier": self.tier.value,
+            "label": self.label.value,
+            "reason": self.reason,
+            "candidate": {
+                "outcome": self.candidate.outcome.value,
+                "value": value if value is not None and math.isfinite(value) else None,
+                "bound": self.candidate.bound,
+                "message": self.candidate.message,
+                "infra_cause": cause,
+            },
+            "first_failing": self.first_failing,
+            "last_passing": self.last_passing,
+            "flips": self.flips,
+            "transitions": self.transitions,
+            "flip_rate": self.flip_rate,
+            "rerun_passed": self.rerun_passed,
+            "main": self.main_text(),
+            "nightlies": [m.to_json() for m in self.history],
+        }
+
+
+def _value(mark: Mark) -> str:
+    return "" if mark.value is None else f" ({mark.value:.4g})"
+
+
+def _label_one(
+    key: CheckKey,
+    results: Sequence[Result],
+    marks: Sequence[Mark],
+    *,
+    recipe: str | None,
+    code: tuple[Any, ...] | None,
+    flaky_rate: float,
+    window_ids: tuple[str, ...],
+) -> TriageLabel | None:
+    failing = [r for r in results if r.outcome in (Outcome.FAIL, Outcome.ERROR)]
+    if not failing:
+        return None
+    tier, name = key
+    shown = next((r for r in failing if r.infra_cause is None), failing[0])
+    base = {"recipe": recipe, "check": name, "tier": tier, "candidate": shown}
+    base |= {"history": tuple(marks), "window": window_ids}
+    if all(r.infra_cause is not None for r in failing):
+        causes = sorted({r.infra_cause or "" for r in failing})
+        reason = f"ERROR with an infrastructure cause: {', '.join(causes)}"
+        return TriageLabel(label=Label.INFRA, reason=reason, **base)
+    flips, transitions, where = _flips(marks)
+    if any(r.outcome is Outcome.PASS for r in results):
+        reason = "failed, then passed on a rerun in the candidate"
+        return TriageLabel(
+            label=Label.FLAKY, reason=reason, flips=flips, transitions=transitions,
+            rerun_passed="candidate", **base,
+        )  # fmt: skip
+    same = next((m for m in reversed(marks) if code and m.code == code and m.passed), None)
+    if same is not None:
+        reason = f"passed on a rerun of the same code: nightly {same.nightly}{_value(same)}"
+        return TriageLabel(
+            label=Label.FLAKY, reason=reason, flips=flips, transitions=transitions,
+            rerun_passed=same.nightly, **base,
+        )  # fmt: skip
+    if flips >= MIN_FLIPS and flips / transitions >= flaky_rate:
+        reason = (
+            f"outcome flipped {flips} times in {transitions} same-code transitions on main "
+            f"({flips / transitions:.0%} >= {flaky_rate:.0%}; at {', '.join(where[:5])})"
+        )
+        return TriageLabel(
+            label=Label.FLAKY, reason=reason, flips=flips, transitions=transitions, **base
+        )
+    judged = [m for m in marks if m.judged]
+    stats = {"flips": flips, "transitions": transitions}
+    if not judged:
+        reason = f"no main nightly of the last {len(window_ids)} judged it: cannot be excused"
+        return TriageLabel(label=Label.UNKNOWN, reason=reason, **stats, **base)
+    passes = [m for m in judged if m.passed]
+    if not passes:
+        reason = (
+            f"fails on main too: failed in all {len(judged)} main nightlies that ran it, "
+            f"since {judged[0].nightly}{_value(judged[0])} at least"
+        )
+        return TriageLabel(
+            label=Label.PRE_EXISTING, reason=reason, first_failing=judged[0].nightly,
+            **stats, **base,
+        )  # fmt: skip
+    last_pass = passes[-1]
+    after = judged[judged.index(last_pass) + 1 :]
+    if after:
+        first = after[0]
+        reason = (
+            f"passed on main in {last_pass.nightly}{_value(last_pass)}; main fails since "
+            f"{first.nightly}{_value(first)} ({len(after)} nightlies)"
+        )
+        first_failing = first.nightly
+    else:
+        reason = f"main passes it (last: {last_pass.nightly}{_value(last_pass)}); fails now"
+        first_failing = "candidate"
+    return TriageLabel(
+        label=Label.REGRESSION, reason=reason, first_failing=first_failing,
+        last_passing=last_pass.nightly, **stats, **base,
+    )  # fmt: skip
+
+
+def triage(
+    candidate: Sequence[Result],
+    history: Sequence[RecordedRun],
+    *,
+    main_branch: str = "main",
+    last: int = DEFAULT_LAST,
+    flaky_rate: float = FLAKY_RATE,
+    recipe: str | None = None,
+    context: RunContext | None = None,
+) -> list[TriageLabel]:
+    """Label every failing or erroring gate check of ``candidate`` (module docstring).
+
+    Args:
+        candidate: the candidate's Results (informational ones are ignored; a check given
+            more than once is a rerun).
+        history: recorded runs (any branch, any order), e.g. ``Store.runs(...)``.
+        main_branch: the branch whose nightlies the candidate is compared with.
+        last: how many of its nightlies.
+        flaky_rate: flips per same-code transition from which a check is flaky.
+        recipe: the candidate's recipe (default: ``context.recipe``); only its runs count.
+        context: the candidate's own context, when it was recorded: its code (a rerun of
+            the same code that passed makes the check flaky) and its time (later runs, its
+            nightly and itself are left out).
+    """
+    if not 0.0 < flaky_rate <= 1.0:
+        raise ValueError(f"flaky_rate must be in (0, 1], got {flaky_rate}")
+    recipe = recipe if recipe is not None else (context.recipe if context else None)
+    groups = window(history, main_branch=main_branch, last=last, recipe=recipe, before=context)
+    marks = marks_by_check(groups)
+    window_ids = tuple(n for n, _ in groups)
+    code = code_of(context) if context is not None else None
+    per: dict[CheckKey, list[Result]] = defaultdict(list)
+    for result in candidate:
+        if not result.informational:
+            per[(result.tier, result.name)].append(result)
+    labels = []
+    for key, results in per.items():
+        label = _label_one(
+            key,
+            results,
+            marks.get(key, []),
+            recipe=recipe,
+            code=code,
+            flaky_rate=flaky_rate,
+            window_ids=window_ids,
+        )
+        if label is not None:
+            labels.append(label)
+    return labels

@@ -19,7 +19,10 @@ What runs, in about a minute on 2 cores:
    Verified ids (the dataset ``RLGATE_SWE_DATASET`` names, else the bundled id list, see
    ``rlgate/data/README.md``), gated with :mod:`rlgate.swe.compare` into ``swe.json`` /
    ``swe.xml``;
-4. the report (:mod:`rlgate.report.build`), labelled DEMO in its title, sentence and plots.
+4. a **demo nightly history** (:mod:`rlgate.demo.history`): 30 generated main-branch
+   nightlies labelled DEMO, gated by the same checks, with a regression, a flaky check and
+   an infra failure planted, so the report shows its triage section and trends;
+5. the report (:mod:`rlgate.report.build`), labelled DEMO in its title, sentence and plots.
 
 Invariants: generated inputs live in ``DIR/demo-inputs/``, which carries a marker and is
 replaced on every run (a ``demo-inputs`` folder without the marker, or a symbolic link
@@ -46,6 +49,7 @@ import numpy as np
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import write_json_atomic, write_text_atomic
 from rlgate.core.resources import FUNCTIONAL_TIER
+from rlgate.demo.history import DEMO_BRANCH, demo_history
 from rlgate.swe.records import VERIFIED_IDS_FILE
 
 if TYPE_CHECKING:
@@ -311,6 +315,7 @@ def run_demo(
     try:
         runs = _write_runs(inputs, seed)
         gated = {**_gate_runs(inputs, runs), **_gate_swe(inputs, seed)}
+        history = demo_history(inputs / "history", seed=seed)
     except BaseException:
         if proc is not None:
             proc.kill()
@@ -329,5 +334,7 @@ def run_demo(
         tokenizers=tokenizers,
         demo=True,
         notes=(functional,),
+        history=history,
+        main_branch=DEMO_BRANCH,
     )
     return DemoResult(report, write_report(report, out), functional)

@@ -149,7 +149,8 @@ def _mark(nightly: str, when: datetime, results: Sequence[tuple[RunContext, Resu
         return Mark(nightly, when, shown.outcome, shown.value, code, runs, mixed=mixed)
     infra = [r for _, r in results if r.infra_cause is not None]
     if infra:
-        return Mark(nightly, when, Outcome.ERROR, None, code, runs, infra=infra[0].infra_cause)
+        first = infra[0]
+        return Mark(nightly, when, Outcome.ERROR, first.value, code, runs, infra=first.infra_cause)
     return Mark(nightly, when, Outcome.SKIP, None, code, runs)
 
 

@@ -30,6 +30,8 @@ from rlgate.checks.plan import RunDocument
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import write_bytes_atomic, write_json_atomic, write_text_atomic
 from rlgate.core.results import Outcome, Tier
+from rlgate.history.model import RecordedRun, RunContext
+from rlgate.history.triage import DEFAULT_LAST
 from rlgate.report.inputs import (
     Case,
     load_junit,
@@ -168,8 +170,16 @@ def build_report(
     demo: bool = False,
     notes: Sequence[str] = (),
     draw_plots: bool = True,
+    history: Sequence[RecordedRun] | None = None,
+    main_branch: str = "main",
+    last: int = DEFAULT_LAST,
+    candidate: RunContext | None = None,
 ) -> ReleaseReport:
-    """Read every input, decide, tell the story and (unless ``draw_plots`` is off) plot."""
+    """Read every input, decide, tell the story and (unless ``draw_plots`` is off) plot.
+
+    ``history``: recorded runs to triage against (the triage section and its trends,
+    :mod:`rlgate.report.triage_section`; ``candidate`` is this report's own recorded context).
+    """
     evidence = load_junit(junit)
     run_docs = _load_runs(runs)
     swe_doc = (Path(swe), load_swe_doc(swe)) if swe is not None else None
@@ -191,6 +201,15 @@ def build_report(
         figures, omitted = _figures(
             run, baseline, band_runs, facts, run_docs, swe_doc, swe_ev, demo, notes
         )
+    triage = None
+    if history is not None:
+        from rlgate.report.triage_section import build_triage_section
+
+        triage, trends = build_triage_section(
+            evidence.cases, history, main_branch=main_branch, last=last, context=candidate,
+            demo=demo, draw_plots=draw_plots,
+        )  # fmt: skip
+        figures = [*figures, *trends]
     story, story_md = _story(
         evidence, tiers, blockers, facts, run_docs, time, swe_doc, swe_ev, demo
     )
@@ -218,6 +237,7 @@ def build_report(
         protected=tuple(
             str(p) for p in [*given, *(doc.run for _, doc in run_docs if Path(doc.run).exists())]
         ),
+        triage=triage,
     )
 
 

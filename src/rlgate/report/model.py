@@ -10,6 +10,7 @@ from rlgate.core.results import Outcome
 from rlgate.report.inputs import Case, JunitEvidence, SweDoc
 from rlgate.report.plots import Figure
 from rlgate.report.story import RecipeFacts, TrainingTime, VersionFacts
+from rlgate.report.triage_section import TriageSection
 from rlgate.report.verdict import Blocker, SweEvidence, TierSummary, Verdict
 from rlgate.swe.compare import Verdict as SweVerdict
 
@@ -38,6 +39,7 @@ class ReleaseReport:
     figures: tuple[Figure, ...] = ()
     notes: tuple[str, ...] = field(default=())
     protected: tuple[str, ...] = ()  # every input path, incl. run directories a JSON names
+    triage: TriageSection | None = None  # with a history (--db, the demo's nightlies)
 
     @property
     def swe_verdict(self) -> SweVerdict | None:

@@ -235,10 +235,13 @@ def _md_sections(report: ReleaseReport) -> list[str]:
     lines = ["## Tiers", ""]
     head = ["tier", "testcases", "passed", "failed", "errors", "skipped", "xfailed", "ran"]
     lines += _table(head, (_tier_row(t) for t in report.tiers))
-    if report.figures:
+    trends = set(report.triage.figure_keys) if report.triage else set()
+    if [f for f in report.figures if f.key not in trends]:
         lines += ["## Plots", ""]
         for fig in report.figures:  # rlgate's own titles, captions and image paths
-            lines += [f"![{fig.title}](plots/{fig.key}.png)", "", f"*{fig.caption}*", ""]
+            if fig.key not in trends:
+                lines += [f"![{fig.title}](plots/{fig.key}.png)", "", f"*{fig.caption}*", ""]
+    lines += _md_triage(report)
     lines += ['## <a id="swe"></a>SWE-bench', ""]
     lines += [f"- {line}" for line in _swe_summary(report, _md)] + [""]
     if report.swe is not None:
@@ -263,6 +266,20 @@ def _md_sections(report: ReleaseReport) -> list[str]:
     for t in report.tiers:
         lines += _md_tier_cases(t)
     return lines
+
+
+def _md_triage(report: ReleaseReport) -> list[str]:
+    """The triage section (report.triage_section): tables, trend figures, notes."""
+    section = report.triage
+    if section is None:
+        return []
+    lines = [f'## <a id="{section.anchor}"></a>{section.title}', "", _md(section.intro), ""]
+    for table in section.tables:
+        lines += [f"### {_md(table.title)}", ""]
+        lines += _table(table.header, table.rows) if table.rows else [_md(table.empty), ""]
+    for fig in (f for f in report.figures if f.key in section.figure_keys):
+        lines += [f"![{fig.title}](plots/{fig.key}.png)", "", f"*{_md(fig.caption)}*", ""]
+    return [*lines, *(f"- {_md(n)}" for n in section.notes), ""]
 
 
 def _md_tail(report: ReleaseReport) -> list[str]:
@@ -384,14 +401,35 @@ def _html_body(report: ReleaseReport) -> list[str]:
     parts.append(
         _html_table(head, ([x.replace("*", "") for x in _tier_row(t)] for t in report.tiers))
     )
-    if report.figures:
+    trends = set(report.triage.figure_keys) if report.triage else set()
+    if [f for f in report.figures if f.key not in trends]:
         parts.append("<h2>Plots</h2>")
         parts += [
             f'<figure><img alt="{_h(f.title)}" src="{f.data_uri()}">'
             f"<figcaption>{_h(f.caption)}</figcaption></figure>"
             for f in report.figures
+            if f.key not in trends
         ]
-    return parts
+    return [*parts, *_html_triage(report)]
+
+
+def _html_triage(report: ReleaseReport) -> list[str]:
+    """The triage section (report.triage_section): tables, trend figures, notes."""
+    section = report.triage
+    if section is None:
+        return []
+    parts = [f'<h2 id="{section.anchor}">{_h(section.title)}</h2>', f"<p>{_h(section.intro)}</p>"]
+    for table in section.tables:
+        parts.append(f"<h3>{_h(table.title)}</h3>")
+        rows = _html_table(table.header, table.rows) if table.rows else f"<p>{_h(table.empty)}</p>"
+        parts.append(rows)
+    parts += [
+        f'<figure><img alt="{_h(f.title)}" src="{f.data_uri()}">'
+        f"<figcaption>{_h(f.caption)}</figcaption></figure>"
+        for f in report.figures
+        if f.key in section.figure_keys
+    ]
+    return [*parts, "<ul>" + "".join(f"<li>{_h(n)}</li>" for n in section.notes) + "</ul>"]
 
 
 def _html_rest(report: ReleaseReport) -> list[str]:
@@ -501,4 +539,5 @@ def report_payload(report: ReleaseReport) -> dict[str, Any]:
         "inputs": [{"path": p, "sha256": h} for p, h in report.inputs],
         "notes": list(report.notes),
         "unattributed_testcases": sum(c.tier is Tier.OTHER for c in report.junit.cases),
+        "triage": report.triage.to_json() if report.triage else None,
     }

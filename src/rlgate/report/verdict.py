@@ -4,16 +4,17 @@ Pure: records in, a verdict and its blockers out. The inputs are typed: each JUn
 testcase's :class:`~rlgate.core.results.Result` (and the outcome the JUnit shows), the run
 JSON's check Results, the SWE comparison's criteria. The rule (``docs/recommendation-rule.md``):
 
-* **NO-GO** when a testcase of a gating suite fails or errors (a ``swe_gate`` error
-  excepted), when a check testcase passed but records a failing verdict, when a run JSON
-  reports a failed check the JUnit does not show (or says it did not pass without naming a
-  failed check), or when the SWE verdict is ``regressed``, or ``no_significant_change`` on
-  the full SWE-bench Verified set;
+* **NO-GO** when a testcase of a gating suite fails or errors (excepted: a ``swe_gate``
+  error, and an error whose Result names an infrastructure cause), when a check testcase
+  passed but records a failing verdict, when a run JSON reports a failed check the JUnit
+  does not show (or says it did not pass without naming a failed check), or when the SWE
+  verdict is ``regressed``, or ``no_significant_change`` on the full SWE-bench Verified set;
 * otherwise **INCOMPLETE** when a release tier (functional, convergence, perf, swe_gate) had
   no gate check evaluated (missing, every check skipped, or only informational testcases
-  such as benchmarks), when a ``swe_gate`` criterion errors, when the SWE verdict is
-  ``inconclusive`` or missing, when the SWE evidence contradicts its own numbers, or when
-  the comparison did not run on the full 500-instance SWE-bench Verified set;
+  such as benchmarks), when a ``swe_gate`` criterion or an infra-caused check errors, when
+  the SWE verdict is ``inconclusive`` or missing, when the SWE evidence contradicts its own
+  numbers, or when the comparison did not run on the full 500-instance SWE-bench Verified
+  set;
 * otherwise **GO**. Skips and expected failures are allowed (the report lists them).
 
 Informational testcases (the per-instance SWE suite, benchmarks) are shown, never gate. The
@@ -454,7 +455,10 @@ def _case_blockers(cases: Sequence[Case]) -> list[Blocker]:
             )
         if case.shown not in _BAD:
             continue
-        infra = case.tier is Tier.SWE_GATE and case.shown is Outcome.ERROR
+        # the infrastructure failed, not the code: a swe_gate error, or one that names its cause
+        infra = case.shown is Outcome.ERROR and (
+            case.tier is Tier.SWE_GATE or case.result.infra_cause is not None
+        )
         out.append(
             Blocker(
                 BlockerKind.ERROR if case.shown is Outcome.ERROR else BlockerKind.FAILED,

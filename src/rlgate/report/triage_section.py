@@ -1,0 +1,326 @@
+"""The report's triage section: labels for failing gate checks, and trends over the nightlies.
+
+Built when ``rlgate report`` is given a history (``--db``; the demo's generated nightlies):
+:func:`build_triage_section` returns plain typed data (:class:`TriageSection`: a title, an
+intro, tables as header + rows of plain text, figure keys, notes) plus the trend figures;
+the renderer only formats it (every cell is input-derived text, escaped there). Two tables:
+
+* **this report's candidate**: each failing or erroring gate check of the report's JUnit,
+  labelled by :func:`rlgate.history.triage.triage` against the last N main nightlies
+  (grouped by the recipe each testcase records, ``rlgate.recipe``);
+* **the latest main nightly**: each failing gate check of the newest main nightly in the
+  history, labelled against the nightlies before it (what main itself is going through).
+
+Trends: one small panel per gate check over the window's main nightlies (values, the
+outcome of each nightly as a coloured marker, the check's threshold dashed, the first
+failing nightly of a regression as a red line), one figure per tier. Figures are drawn
+like :mod:`rlgate.report.plots` (matplotlib Agg, no pyplot, DEMO watermark).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlgate.core.results import Outcome, Result, Tier
+from rlgate.history.model import RecordedRun, RunContext
+from rlgate.history.triage import (
+    DEFAULT_LAST,
+    CheckKey,
+    Label,
+    Mark,
+    TriageLabel,
+    marks_by_check,
+    triage,
+    window,
+)
+from rlgate.report.inputs import Case
+from rlgate.report.plots import Figure
+
+__all__ = [
+    "MAX_PANELS",
+    "TABLE_HEADER",
+    "SectionTable",
+    "TriageSection",
+    "build_triage_section",
+    "candidate_labels",
+    "label_rows",
+]
+
+#: The table's columns, like the hand-written tables of NeMo RL's vLLM-upgrade PRs.
+TABLE_HEADER = ("check", "candidate", "main last N", "label", "evidence")
+#: Panels per trend figure; further checks (all passing) are named in a note.
+MAX_PANELS = 36
+_ORDER = {Label.REGRESSION: 0, Label.UNKNOWN: 1, Label.FLAKY: 2, Label.INFRA: 3}
+_ORDER[Label.PRE_EXISTING] = 4
+
+
+@dataclass(frozen=True, slots=True)
+class SectionTable:
+    """A table of plain text: a title, its header and rows, what to say when empty."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    empty: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TriageSection:
+    """What the report's triage section shows (rendering only formats it)."""
+
+    title: str
+    intro: str
+    tables: tuple[SectionTable, ...]
+    figure_keys: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    labels: tuple[TriageLabel, ...] = ()  # the candidate's
+    latest: tuple[TriageLabel, ...] = ()  # the latest main nightly's
+    window: tuple[str, ...] = ()
+    anchor: str = "triage"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """``report.json``'s ``triage``: the window, both label lists, figure keys, notes."""
+        return {
+            "window": list(self.window),
+            "candidate": [label.to_json() for label in self.labels],
+            "latest_nightly": [label.to_json() for label in self.latest],
+            "figures": list(self.figure_keys),
+            "notes": list(self.notes),
+            **self.extra,
+        }
+
+
+def label_rows(labels: Sequence[TriageLabel]) -> tuple[tuple[str, ...], ...]:
+    """Table rows (:data:`TABLE_HEADER`), regressions first; the recipe named if several."""
+    ordered = sorted(labels, key=lambda lb: (_ORDER[lb.label], lb.tier.value, lb.check))
+    several = len({lb.recipe for lb in labels}) > 1
+    return tuple(
+        (
+            f"{lb.tier.value}: {lb.check}" + (f" ({lb.recipe})" if several and lb.recipe else ""),
+            lb.candidate_text(),
+            lb.main_text(),
+            lb.label.value,
+            lb.reason,
+        )
+        for lb in ordered
+    )
+
+
+def _recipes(labels: Sequence[TriageLabel]) -> str:
+    names = sorted({lb.recipe for lb in labels if lb.recipe})
+    return f" (recipe {names[0]})" if len(names) == 1 else ""
+
+
+def candidate_labels(
+    cases: Sequence[Case],
+    history: Sequence[RecordedRun],
+    *,
+    main_branch: str = "main",
+    last: int = DEFAULT_LAST,
+    context: RunContext | None = None,
+) -> list[TriageLabel]:
+    """Triage the report's gate checks, per recipe their testcases record."""
+    by_recipe: dict[str | None, list[Result]] = defaultdict(list)
+    for case in cases:
+        if case.gating:
+            by_recipe[case.fact("rlgate.recipe")].append(case.result)
+    out = []
+    for recipe, results in by_recipe.items():
+        out += triage(
+            results, history, main_branch=main_branch, last=last, recipe=recipe, context=context
+        )
+    return out
+
+
+def _latest_labels(
+    history: Sequence[RecordedRun], main_branch: str, last: int
+) -> tuple[str | None, list[TriageLabel]]:
+    groups = window(history, main_branch=main_branch, last=last + 1)
+    if len(groups) < 1:
+        return None, []
+    nightly, runs = groups[-1]
+    by_recipe: dict[str, list[RecordedRun]] = defaultdict(list)
+    for run in runs:
+        by_recipe[run.context.recipe].append(run)
+    out = []
+    for recipe_runs in by_recipe.values():
+        results = [r for run in recipe_runs for r in run.results]
+        out += triage(
+            results,
+            history,
+            main_branch=main_branch,
+            last=last,
+            context=min(recipe_runs, key=lambda r: r.context.recorded_at).context,
+        )
+    return nightly, out
+
+
+# --- trends ---------------------------------------------------------------------------------
+
+_COLOUR = {Outcome.PASS: "#2ca02c", Outcome.FAIL: "#d62728", Outcome.ERROR: "#ff7f0e"}
+_INFRA, _SKIP = "#7f7f7f", "#c7c7c7"
+
+
+def _panel(
+    ax,
+    key: CheckKey,
+    marks: Sequence[Mark],
+    x: Sequence[int],
+    width: int,
+    lb: TriageLabel | None,
+    ref: Result | None,
+) -> None:
+    """One check's panel: ``x`` the marks' nightly positions (1-based) among ``width``."""
+    from rlgate.report.plots import _plain
+
+    values = [m.value if m.value is not None and math.isfinite(m.value) else None for m in marks]
+    drawn = [(i, v) for i, v in zip(x, values, strict=True) if v is not None]
+    if drawn:
+        ax.plot([i for i, _ in drawn], [v for _, v in drawn], color="#1f77b4", linewidth=1)
+    for i, m, v in zip(x, marks, values, strict=True):
+        colour = _INFRA if m.infra else _COLOUR.get(m.outcome, _SKIP)
+        marker = "s" if m.infra else ("x" if m.outcome is Outcome.FAIL else "o")
+        if v is None:  # no value: the outcome on the panel's floor
+            ax.plot(i, 0.04, marker=marker, color=colour, transform=ax.get_xaxis_transform())
+        else:
+            ax.plot(i, v, marker=marker, color=colour, markersize=4)
+    if ref is not None and ref.threshold is not None and math.isfinite(ref.threshold) and drawn:
+        ax.axhline(ref.threshold, color="#d62728", linestyle="--", linewidth=0.8)
+    if lb is not None and lb.label is Label.REGRESSION:
+        first = next(
+            (i for i, m in zip(x, marks, strict=True) if m.nightly == lb.first_failing), None
+        )
+        if first is not None:
+            ax.axvline(first - 0.5, color="#d62728", linewidth=1.2)
+    title = _plain(key[1], 44) + (f"\n[{lb.label.value}]" if lb is not None else "")
+    ax.set_title(title, fontsize=7, color="#d62728" if lb and lb.blocks else "black")
+    ax.tick_params(labelsize=6)
+    ax.set_xlim(0.5, width + 0.5)
+
+
+def _trend_figures(
+    groups, labels: Sequence[TriageLabel], demo: bool
+) -> tuple[list[Figure], list[str]]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure as MplFigure
+
+    from rlgate.report.plots import _finish
+
+    marks = marks_by_check(groups)
+    by_key = {(lb.tier, lb.check): lb for lb in labels}
+    refs: dict[CheckKey, Result] = {}
+    for _, runs in groups:
+        for run in runs:
+            for r in run.results:
+                refs[(r.tier, r.name)] = r
+    figures, notes = [], []
+    ids = [n for n, _ in groups]
+    position = {n: i for i, n in enumerate(ids, start=1)}
+    for tier in Tier:
+        keys = [k for k in marks if k[0] is tier]
+        if not keys:
+            continue
+        keys.sort(key=lambda k: (k not in by_key, all(m.passed for m in marks[k]), k[1]))
+        shown, left = keys[:MAX_PANELS], keys[MAX_PANELS:]
+        if left:
+            notes.append(
+                f"{tier.value} trends: {len(left)} more checks not drawn "
+                f"({', '.join(k[1] for k in left[:5])}{' …' if len(left) > 5 else ''})"
+            )
+        cols = min(6, len(shown))
+        rows = -(-len(shown) // cols)
+        wide = 3.4 if cols <= 3 else 2.4  # a few panels get room for their long names
+        fig = MplFigure(figsize=(wide * cols, 1.9 * rows + 0.6), dpi=90, layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(rows, cols, squeeze=False).ravel()
+        for ax, key in zip(axes, shown, strict=False):
+            x = [position[m.nightly] for m in marks[key]]
+            _panel(ax, key, marks[key], x, len(ids), by_key.get(key), refs.get(key))
+        for ax in axes[len(shown) :]:
+            ax.set_axis_off()
+        caption = (
+            f"one panel per {tier.value} gate check over the main nightlies {ids[0]} … "
+            f"{ids[-1]} (oldest left): line = value, o pass (green), x fail (red), o error "
+            "(orange), grey square infra error, dashed = threshold, red line = first failing "
+            "nightly of a regression; panel title [label] of the latest nightly's triage"
+        )
+        key = f"trend-{tier.value}"
+        figures.append(_finish(fig, key, f"{tier.value} checks over the nightlies", caption, demo))
+    return figures, notes
+
+
+def build_triage_section(
+    cases: Sequence[Case],
+    history: Sequence[RecordedRun],
+    *,
+    main_branch: str = "main",
+    last: int = DEFAULT_LAST,
+    context: RunContext | None = None,
+    demo: bool = False,
+    draw_plots: bool = True,
+) -> tuple[TriageSection, list[Figure]]:
+    """The section and its trend figures (none when ``draw_plots`` is off)."""
+    labels = candidate_labels(cases, history, main_branch=main_branch, last=last, context=context)
+    groups = window(history, main_branch=main_branch, last=last, before=context)
+    latest_id, latest = _latest_labels(history, main_branch, last)
+    notes = []
+    if not groups:
+        notes.append(
+            f"the history holds no nightly of branch {main_branch!r}: every failing check is "
+            "unknown (record nightlies with their branch, or pass --main-branch)"
+        )
+    figures: list[Figure] = []
+    if draw_plots and groups:
+        trend_labels = [*latest, *labels]  # the candidate's label wins on a panel's title
+        figures, omitted = _trend_figures(groups, trend_labels, demo)
+        notes += omitted
+    window_ids = tuple(n for n, _ in groups)
+    span = f"{window_ids[0]} … {window_ids[-1]}" if window_ids else "none"
+    intro = (
+        f"Each failing or erroring gate check, labelled against the last {len(window_ids)} "
+        f"nightlies of {main_branch} ({span}): regression (passed on main in the window, fails "
+        "now; the first failing nightly named), pre-existing (fails on main throughout), "
+        "flaky (flips between nightlies of the same code, or passed on a rerun), infra (an "
+        "error with an infrastructure cause), unknown (no main nightly ran it). A regression "
+        "or unknown is never waved through (docs/recommendation-rule.md)."
+    )
+
+    def header(labels: Sequence[TriageLabel]) -> tuple[str, ...]:
+        n = len(labels[0].window) if labels else len(window_ids)
+        return (*TABLE_HEADER[:2], f"{main_branch} last {n}", *TABLE_HEADER[3:])
+
+    tables = [
+        SectionTable(
+            "This report's failing gate checks" + _recipes(labels),
+            header(labels),
+            label_rows(labels),
+            "No gate check of this report fails or errors: nothing to triage.",
+        )
+    ]
+    if latest_id is not None:
+        tables.append(
+            SectionTable(
+                f"Latest {main_branch} nightly {latest_id}, against the nightlies before it"
+                + _recipes(latest),
+                header(latest),
+                label_rows(latest),
+                f"No gate check of {latest_id} fails or errors.",
+            )
+        )
+    section = TriageSection(
+        title="Triage against the nightly history",
+        intro=intro,
+        tables=tuple(tables),
+        figure_keys=tuple(f.key for f in figures),
+        notes=tuple(notes),
+        labels=tuple(labels),
+        latest=tuple(latest),
+        window=window_ids,
+        extra={"main_branch": main_branch, "last": last, "latest_nightly_id": latest_id},
+    )
+    return section, figures

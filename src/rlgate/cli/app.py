@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 from rlgate.cli import report as _cli_report
 from rlgate.cli import runs as _cli_runs
 from rlgate.cli import swe as _cli_swe
+from rlgate.cli import triage as _cli_triage
 from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.extras import missing_module_error
 from rlgate.core.options import TOKENIZERS
@@ -351,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
         _cli_runs.add_bench,
         _cli_swe.add_swe,
         _cli_report.add_report,
+        _cli_triage.add_triage,
     )
     for add in adders:
         add(sub)

@@ -42,6 +42,7 @@ __all__ = [
     "DemoHistoryPlan",
     "demo_code",
     "demo_history",
+    "demo_swe_criteria",
 ]
 
 DEMO_LABEL = "DEMO"
@@ -102,7 +103,8 @@ def _break_swe(path: Path, ids: Sequence[str]) -> None:
     path.write_text(json.dumps(doc, indent=0) + "\n", encoding="utf-8")
 
 
-def _swe_results(root: Path, universe, k: int, seed: int, infra: bool) -> tuple[Result, ...]:
+def demo_swe_criteria(root: Path, universe, k: int, seed: int, infra: bool) -> tuple[Result, ...]:
+    """The SWE gate's criteria of demo nightly ``k`` (``infra``: 8 % Docker faults in one seed)."""
     from rlgate.demo.build import write_demo_swe
     from rlgate.swe.compare import GateOptions, compare_arms
     from rlgate.swe.readers import load_arm
@@ -164,7 +166,7 @@ def demo_history(
             shared, run=load_run(run), rollouts=load_rollouts(rollout, spec)
         )
         checks = run_gate(gate, inputs).results
-        swe = _swe_results(night / "swe", universe, k, seed, infra=k == plan.infra_at)
+        swe = demo_swe_criteria(night / "swe", universe, k, seed, infra=k == plan.infra_at)
         context = {
             "recipe": DEMO_RECIPE,
             "recipe_sha256": sha,

@@ -1,0 +1,244 @@
+"""``rlgate triage`` (label a candidate's failing gate checks against the nightly history).
+
+Part of the ``rlgate`` CLI (:mod:`rlgate.cli`): argument parsing and thin calls into the
+library; errors become exit codes in ``rlgate.cli.app._handle_errors``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.validate import float_in, int_in
+
+if TYPE_CHECKING:
+    from rlgate.core.results import Result
+    from rlgate.history.triage import TriageLabel
+
+__all__ = ["add_triage", "exit_code", "render_table"]
+
+# rlgate.history.triage.DEFAULT_LAST / FLAKY_RATE, kept here so building the parser imports
+# nothing more (tests/unit/test_triage_cli.py checks the two agree).
+DEFAULT_LAST = 30
+FLAKY_RATE = 0.1
+MAX_LAST = 10_000
+
+_DOC = (
+    "Label every failing or erroring gate check of a candidate (JUnit, check-run --json or "
+    "swe compare --json) against the last N nightlies of the main branch in the history "
+    "database: regression, pre-existing, flaky, infra, or unknown (no main nightly ran it). "
+    "Exit codes: 0 nothing regressed (no failing check, or only pre-existing ones), 1 a "
+    "regression or an unknown failure (never waved through), 2 usage/invalid input, 3 only "
+    "infra or flaky failures left unresolved (rerun them)."
+)
+
+
+def add_triage(sub: argparse._SubParsersAction) -> None:
+    """Register ``rlgate triage``."""
+    p = sub.add_parser(
+        "triage", help="label a candidate's failures against the nightly history", description=_DOC
+    )
+    p.add_argument(
+        "--candidate",
+        nargs="+",
+        required=True,
+        metavar="JUNIT_OR_RESULTS",
+        help="the candidate's JUnit XML, check-run --json or swe compare --json files",
+    )
+    p.add_argument(
+        "--db",
+        help="history database: a SQLite file or a database URL (default: $RLGATE_DB, else "
+        "the user data directory; docs/history.md)",
+    )
+    p.add_argument("--main-branch", default="main", help="the branch of reference (main)")
+    p.add_argument(
+        "--last",
+        type=int_in(1, MAX_LAST),
+        default=DEFAULT_LAST,
+        help=f"main nightlies compared with (default {DEFAULT_LAST})",
+    )
+    p.add_argument(
+        "--flaky-rate",
+        type=float_in(0, 1, open_lo=True),
+        default=FLAKY_RATE,
+        help=f"flips per same-code transition from which a check is flaky (default {FLAKY_RATE:g})",
+    )
+    p.add_argument("--json", dest="json_out", help="write the labels and evidence as JSON here")
+    p.add_argument(
+        "--junit",
+        dest="junit_out",
+        help="write the candidate's gate checks as JUnit here, with rlgate.triage.* properties",
+    )
+    p.set_defaults(func=_cmd_triage)
+
+
+# --- the candidate ----------------------------------------------------------------------------
+
+
+def _kind(path: Path) -> str:
+    """``junit`` or ``json`` from the file's first non-blank byte (or an error naming it)."""
+    from rlgate.core.io import require_regular_file
+    from rlgate.core.junit import MAX_JUNIT_BYTES
+
+    require_regular_file(path, "candidate", MAX_JUNIT_BYTES)
+    with path.open("rb") as fh:
+        head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"<"):
+        return "junit"
+    if head.startswith((b"{", b"[")):
+        return "json"
+    raise RlgateError(
+        f"candidate {path}: neither JUnit XML nor JSON",
+        hint="pass a JUnit file, a `rlgate check-run --json` or a `rlgate swe compare --json`",
+    )
+
+
+def load_candidate(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str | None, Result]]:
+    """The candidate's gate-check Results with their recipe (None: not stated)."""
+    from rlgate.core.io import read_json, require_regular_file
+    from rlgate.report.inputs import MAX_JSON_BYTES, load_junit, load_run_doc, load_swe_doc
+
+    out: list[tuple[str | None, Result]] = []
+    for raw in paths:
+        path = Path(raw)
+        if _kind(path) == "junit":
+            for case in load_junit([path]).cases:
+                if case.gating:
+                    out.append((case.fact("rlgate.recipe"), case.result))
+            continue
+        require_regular_file(path, "candidate JSON", MAX_JSON_BYTES)
+        doc = read_json(path, what="candidate JSON")
+        if isinstance(doc, dict) and "checks" in doc:
+            run = load_run_doc(path)
+            out += [(run.recipe, r) for r in run.checks]
+        elif isinstance(doc, dict) and "criteria" in doc:
+            out += [(None, r) for r in load_swe_doc(path).criteria]
+        else:
+            raise RlgateError(
+                f"candidate {path}: a JSON document with neither 'checks' nor 'criteria'",
+                hint="pass the output of `rlgate check-run --json` or `rlgate swe compare --json`",
+            )
+    if not out:
+        raise RlgateError(
+            "the candidate holds no gate check (only informational or unrecorded testcases)",
+            hint="pass the JUnit or JSON the gate tiers wrote",
+        )
+    return out
+
+
+# --- output ----------------------------------------------------------------------------------
+
+
+def exit_code(labels: Sequence[TriageLabel]) -> ExitCode:
+    """1 a regression or unknown; else 3 an infra or flaky failure; else 0 (docs/history.md)."""
+    from rlgate.history.triage import Label
+
+    found = {lb.label for lb in labels}
+    if found & {Label.REGRESSION, Label.UNKNOWN}:
+        return ExitCode.FAIL
+    if found & {Label.FLAKY, Label.INFRA}:
+        return ExitCode.INFRA
+    return ExitCode.OK
+
+
+def render_table(labels: Sequence[TriageLabel], title: str, header: Sequence[str]) -> str:
+    """The labels as an aligned text table (the columns of the report's triage table)."""
+    from rlgate.core.text import one_line
+    from rlgate.report.triage_section import label_rows
+
+    rows = [tuple(one_line(c) for c in row) for row in label_rows(labels)]
+    if not rows:
+        return f"{title}\n  no gate check fails or errors: nothing to triage\n"
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header[:-1])]
+    lines = [title]
+    for row in [tuple(header), *rows]:
+        cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)]
+        lines.append("  " + "  ".join([*cells, row[-1]]))
+    return "\n".join(lines) + "\n"
+
+
+def _junit(candidate: Sequence[tuple[str | None, Result]], labels: Sequence[TriageLabel]) -> str:
+    import json
+
+    from rlgate.core.junit import JunitCase, JunitSuite, write_junit
+
+    by_key = {(lb.recipe, lb.tier, lb.check): lb for lb in labels}
+    cases, seen = [], set()
+    for recipe, result in candidate:
+        key = (recipe, result.tier, result.name)
+        label = by_key.get(key) if key not in seen else None
+        seen.add(key)
+        facts: dict[str, Any] = {"recipe": recipe} if recipe else {}
+        if label is not None:
+            doc = label.to_json()
+            facts |= {
+                "triage.label": label.label.value,
+                "triage.reason": label.reason,
+                "triage.main": label.main_text(),
+                "triage.first_failing": label.first_failing or "",
+                "triage.last_passing": label.last_passing or "",
+                "triage.flip_rate": label.flip_rate if label.flip_rate is not None else "",
+                "triage.nightlies": json.dumps(doc["nightlies"], sort_keys=True),
+            }
+        classname = f"rlgate.{result.tier.value}.{recipe or 'candidate'}"
+        cases.append(JunitCase.of(result, classname=classname, facts=facts))
+    return write_junit([JunitSuite.of("rlgate.triage", cases)])
+
+
+def _cmd_triage(args: argparse.Namespace) -> int:
+    from rlgate.cli.runs import _require_file_path
+    from rlgate.core.io import write_json_atomic, write_text_atomic
+    from rlgate.history.store import open_store
+    from rlgate.history.triage import triage
+
+    for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
+        _require_file_path(flag, out)
+    candidate = load_candidate(args.candidate)
+    store = open_store(args.db)
+    by_recipe: dict[str | None, list[Result]] = {}
+    for recipe, result in candidate:
+        by_recipe.setdefault(recipe, []).append(result)
+    labels: list[TriageLabel] = []
+    nightlies: set[str] = set()
+    for recipe, results in by_recipe.items():
+        history = store.runs(recipe=recipe, branch=args.main_branch, last=args.last)
+        nightlies |= {r.context.nightly_id or r.context.run_id for r in history}
+        labels += triage(
+            results,
+            history,
+            main_branch=args.main_branch,
+            last=args.last,
+            flaky_rate=args.flaky_rate,
+            recipe=recipe,
+        )
+    title = (
+        f"rlgate triage: {len(labels)} failing gate check(s) of the candidate against "
+        f"{len(nightlies)} {args.main_branch} nightlies (last {args.last})"
+    )
+    header = ("check", "candidate", f"{args.main_branch} last {args.last}", "label", "evidence")
+    print(render_table(labels, title, header), end="")
+    if not nightlies:
+        print(
+            f"note: the history holds no {args.main_branch!r} nightly of the candidate's "
+            "recipe(s): every failing check is unknown (record nightlies with --branch, or "
+            "pass --main-branch)"
+        )
+    code = exit_code(labels)
+    given = [*args.candidate, *([args.db] if args.db and "://" not in args.db else [])]
+    if args.json_out:
+        doc = {
+            "main_branch": args.main_branch,
+            "last": args.last,
+            "flaky_rate": args.flaky_rate,
+            "nightlies": len(nightlies),
+            "exit_code": int(code),
+            "labels": [lb.to_json() for lb in labels],
+        }
+        write_json_atomic(args.json_out, doc, inputs=given)
+    if args.junit_out:
+        write_text_atomic(args.junit_out, _junit(candidate, labels), inputs=given)
+    return code

@@ -1,0 +1,245 @@
+"""The triage rule (rlgate.history.triage) on real Results: the corpus runs gated by the checks.
+
+Healthy nightlies pass every check; a STEP_TIME_UP run fails exactly the two perf checks of
+``EXPECTED_CATCHES``. Each label is shown with the history that makes it, and next to the
+history that does not (a test that cannot fail proves nothing).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rlgate.core.results import INFRA_CAUSE, Outcome, Result, Tier
+from rlgate.history.triage import (
+    DEFAULT_LAST,
+    FLAKY_RATE,
+    MIN_FLIPS,
+    Label,
+    outcome_strip,
+    triage,
+    window,
+)
+from rlgate.testing.corpus import EXPECTED_CATCHES, Fault
+
+from .helpers.triage_inputs import RECIPE, context_of, gate_results, nightly, swe_criteria
+
+SLOW = Fault.STEP_TIME_UP
+CAUGHT = EXPECTED_CATCHES[SLOW]  # the two perf checks a +20 % step time fails
+STEP = "perf:timing/train/total_step_time"
+
+
+def healthy() -> tuple[Result, ...]:
+    return gate_results(Fault.HEALTHY)
+
+
+def slow() -> tuple[Result, ...]:
+    return gate_results(SLOW)
+
+
+def without_cause(result: Result) -> dict:
+    return {k: v for k, v in result.evidence.items() if k != INFRA_CAUSE}
+
+
+def labels_by_check(labels) -> dict[str, Label]:
+    return {lb.check: lb.label for lb in labels}
+
+
+class TestInputs:
+    def test_the_real_checks_fail_exactly_the_caught_checks(self) -> None:
+        assert all(r.passed for r in healthy())
+        assert {r.name for r in slow() if not r.passed} == CAUGHT
+
+
+class TestRegression:
+    def test_passes_on_main_fails_now_is_a_regression_and_the_candidate_first_fails(self) -> None:
+        history = [nightly(k, healthy()) for k in range(1, 11)]
+        labels = triage(slow(), history)
+        assert labels_by_check(labels) == dict.fromkeys(CAUGHT, Label.REGRESSION)
+        step = next(lb for lb in labels if lb.check == STEP)
+        assert (step.first_failing, step.last_passing) == ("candidate", "n10")
+        assert step.candidate.outcome is Outcome.FAIL and step.candidate.value > 1.1
+        assert step.main_text() == ".......... 10/10 pass"
+        assert "main passes it (last: n10" in step.reason
+        doc = step.to_json()
+        assert doc["label"] == "regression" and len(doc["nightlies"]) == 10
+        assert doc["nightlies"][-1]["outcome"] == "pass" and doc["candidate"]["value"] > 1.1
+
+    def test_main_that_regressed_in_the_window_names_its_first_failing_nightly(self) -> None:
+        history = [nightly(k, healthy(), code="A") for k in range(1, 7)]
+        history += [nightly(k, slow(), code="B") for k in range(7, 11)]
+        step = next(lb for lb in triage(slow(), history) if lb.check == STEP)
+        assert step.label is Label.REGRESSION
+        assert (step.first_failing, step.last_passing) == ("n07", "n06")
+        assert "main fails since n07" in step.reason
+        assert outcome_strip(step.history) == "......FFFF"
+
+    def test_a_passing_candidate_gets_no_label(self) -> None:
+        history = [nightly(k, slow()) for k in range(1, 6)]
+        assert triage(healthy(), history) == []
+
+
+class TestPreExisting:
+    def test_failing_on_main_throughout_the_window_is_pre_existing(self) -> None:
+        history = [nightly(k, slow()) for k in range(1, 11)]
+        labels = triage(slow(), history)
+        assert labels_by_check(labels) == dict.fromkeys(CAUGHT, Label.PRE_EXISTING)
+        assert all(not lb.blocks for lb in labels)
+
+    def test_the_window_decides_between_pre_existing_and_regression(self) -> None:
+        history = [nightly(k, healthy(), code="A") for k in range(1, 6)]
+        history += [nightly(k, slow(), code="B") for k in range(6, 11)]
+        short = labels_by_check(triage(slow(), history, last=5))
+        full = labels_by_check(triage(slow(), history, last=10))
+        assert short[STEP] is Label.PRE_EXISTING and full[STEP] is Label.REGRESSION
+
+
+class TestFlaky:
+    def alternating(self, same_code: bool) -> list:
+        return [
+            nightly(k, healthy() if k % 2 else slow(), code="A" if same_code else f"c{k}")
+            for k in range(1, 11)
+        ]
+
+    def test_flips_between_nightlies_of_the_same_code_are_flaky(self) -> None:
+        labels = triage(slow(), self.alternating(same_code=True))
+        step = next(lb for lb in labels if lb.check == STEP)
+        assert step.label is Label.FLAKY
+        assert (step.flips, step.transitions) == (9, 9) and step.flip_rate == 1.0
+        assert "flipped 9 times in 9 same-code transitions" in step.reason
+
+    def test_the_same_flips_across_code_changes_are_not_flakiness(self) -> None:
+        labels = triage(slow(), self.alternating(same_code=False))
+        step = next(lb for lb in labels if lb.check == STEP)
+        assert step.label is Label.REGRESSION and step.transitions == 0
+
+    def test_the_rate_threshold_is_applied(self) -> None:
+        # 20 nightlies of one code: 2 isolated failures -> 4 flips in 19 transitions (21 %)
+        history = [
+            nightly(k, slow() if k in (5, 12) else healthy(), code="A") for k in range(1, 21)
+        ]
+        at_default = next(lb for lb in triage(slow(), history) if lb.check == STEP)
+        strict = next(lb for lb in triage(slow(), history, flaky_rate=0.25) if lb.check == STEP)
+        assert (at_default.flips, at_default.transitions) == (4, 19)
+        assert at_default.label is Label.FLAKY and FLAKY_RATE <= 4 / 19
+        assert strict.label is Label.REGRESSION
+
+    def test_a_single_flip_is_not_enough(self) -> None:
+        history = [nightly(k, healthy() if k < 10 else slow(), code="A") for k in range(1, 11)]
+        step = next(lb for lb in triage(slow(), history, flaky_rate=0.01) if lb.check == STEP)
+        assert step.flips == 1 < MIN_FLIPS and step.label is Label.REGRESSION
+
+    def test_passed_on_a_rerun_in_the_candidate(self) -> None:
+        history = [nightly(k, slow()) for k in range(1, 6)]
+        labels = triage([*slow(), *healthy()], history)
+        assert labels_by_check(labels) == dict.fromkeys(CAUGHT, Label.FLAKY)
+        assert {lb.rerun_passed for lb in labels} == {"candidate"}
+
+    def test_passed_on_a_rerun_of_the_same_code(self) -> None:
+        history = [nightly(k, slow(), code="A") for k in range(1, 6)]
+        history.append(nightly(6, healthy(), code="B"))
+        same = triage(slow(), history, context=context_of(6, code="B"))
+        other = triage(slow(), history, context=context_of(6, code="C"))
+        step = next(lb for lb in same if lb.check == STEP)
+        assert step.label is Label.FLAKY and step.rerun_passed == "n06"
+        assert labels_by_check(other)[STEP] is Label.REGRESSION
+
+    def test_runs_of_one_nightly_that_disagree_are_a_flip(self) -> None:
+        history = []
+        for k in range(1, 6):
+            history.append(nightly(k, healthy(), part="a"))
+            history.append(nightly(k, slow() if k in (2, 4) else healthy(), part="b", hours=1))
+        step = next(lb for lb in triage(slow(), history) if lb.check == STEP)
+        assert step.label is Label.FLAKY and "M" in outcome_strip(step.history)
+
+
+class TestInfra:
+    def test_swe_errors_with_an_infrastructure_cause_are_infra(self) -> None:
+        history = [nightly(k, swe_criteria(infra=False), part="swe") for k in range(1, 6)]
+        labels = triage(swe_criteria(infra=True), history)
+        assert labels_by_check(labels) == {
+            "coverage_after": Label.INFRA,
+            "significance": Label.INFRA,
+        }
+        cov = next(lb for lb in labels if lb.check == "coverage_after")
+        assert cov.reason == "ERROR with an infrastructure cause: swe_infra_errors"
+        assert cov.to_json()["candidate"]["infra_cause"]["reason"] == "swe_infra_errors"
+
+    def test_without_the_cause_the_same_error_is_a_regression(self) -> None:
+        history = [nightly(k, swe_criteria(infra=False), part="swe") for k in range(1, 6)]
+        stripped = [
+            r.model_copy(update={"evidence": without_cause(r)}) for r in swe_criteria(infra=True)
+        ]
+        labels = labels_by_check(triage(stripped, history))
+        assert labels == {"coverage_after": Label.REGRESSION, "significance": Label.REGRESSION}
+
+    def test_a_malformed_cause_is_no_cause(self) -> None:
+        bad = [
+            r.model_copy(update={"evidence": {**r.evidence, INFRA_CAUSE: "docker"}})
+            for r in swe_criteria(infra=True)
+        ]
+        assert all(r.infra_cause is None for r in bad)
+        history = [nightly(1, swe_criteria(infra=False), part="swe")]
+        assert set(labels_by_check(triage(bad, history)).values()) == {Label.REGRESSION}
+
+    def test_infra_errors_in_history_are_not_judgements(self) -> None:
+        history = [nightly(k, swe_criteria(infra=True), part="swe") for k in range(1, 4)]
+        labels = triage(swe_criteria(infra=True), history)
+        assert set(labels_by_check(labels).values()) == {Label.INFRA}
+        stripped = [r.model_copy(update={"evidence": {}}) for r in swe_criteria(infra=True)]
+        unknown = labels_by_check(triage(stripped, history))
+        assert unknown == {"coverage_after": Label.UNKNOWN, "significance": Label.UNKNOWN}
+
+
+class TestWindow:
+    def test_no_main_history_is_unknown_and_blocks(self) -> None:
+        history = [nightly(k, healthy(), branch="feature") for k in range(1, 6)]
+        labels = triage(slow(), history)
+        assert labels_by_check(labels) == dict.fromkeys(CAUGHT, Label.UNKNOWN)
+        assert all(lb.blocks for lb in labels)
+        other = triage(slow(), history, main_branch="feature")
+        assert set(labels_by_check(other).values()) == {Label.REGRESSION}
+
+    def test_other_recipes_do_not_count(self) -> None:
+        history = [nightly(k, healthy(), recipe="another") for k in range(1, 6)]
+        assert set(labels_by_check(triage(slow(), history, recipe=RECIPE)).values()) == {
+            Label.UNKNOWN
+        }
+        assert set(labels_by_check(triage(slow(), history)).values()) == {Label.REGRESSION}
+
+    def test_the_candidate_is_never_compared_with_itself_or_later_runs(self) -> None:
+        history = [nightly(k, slow()) for k in range(1, 4)]
+        history += [nightly(k, healthy()) for k in range(4, 8)]
+        ctx = context_of(3, code="A").model_copy(update={"nightly_id": "n03"})
+        labels = triage(slow(), history, context=ctx)
+        assert [m.nightly for m in labels[0].history] == ["n01", "n02"]
+        assert set(labels_by_check(labels).values()) == {Label.PRE_EXISTING}
+        assert window(history, before=ctx)[-1][0] == "n02"
+
+    def test_last_counts_nightlies_not_runs(self) -> None:
+        history = []
+        for k in range(1, 8):
+            history += [nightly(k, healthy(), part="a"), nightly(k, swe_criteria(False), part="b")]
+        groups = window(history, last=3)
+        assert [n for n, _ in groups] == ["n05", "n06", "n07"]
+        assert all(len(runs) == 2 for _, runs in groups)
+
+    def test_informational_and_skipped_results_are_not_triaged(self) -> None:
+        info = [r.model_copy(update={"informational": "instance"}) for r in slow()]
+        assert triage(info, [nightly(1, healthy())]) == []
+        skipped = [r.model_copy(update={"outcome": Outcome.SKIP}) for r in healthy()]
+        history = [nightly(k, skipped) for k in range(1, 4)]
+        assert set(labels_by_check(triage(slow(), history)).values()) == {Label.UNKNOWN}
+
+    def test_bad_parameters_are_refused(self) -> None:
+        with pytest.raises(ValueError, match="last must be at least 1"):
+            triage(slow(), [], last=0)
+        with pytest.raises(ValueError, match="flaky_rate must be in"):
+            triage(slow(), [], flaky_rate=0.0)
+        assert DEFAULT_LAST >= 1
+
+
+def test_tiers_and_names_key_a_check() -> None:
+    """A check of the same name in another tier is another check."""
+    renamed = [r.model_copy(update={"tier": Tier.FUNCTIONAL}) for r in healthy()]
+    history = [nightly(k, renamed) for k in range(1, 4)]
+    assert set(labels_by_check(triage(slow(), history)).values()) == {Label.UNKNOWN}

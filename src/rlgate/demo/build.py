@@ -315,7 +315,9 @@ def run_demo(
     try:
         runs = _write_runs(inputs, seed)
         gated = {**_gate_runs(inputs, runs), **_gate_swe(inputs, seed)}
-        history = demo_history(inputs / "history", seed=seed)
+        history = demo_history(
+            inputs / "history", seed=seed, recipe=runs["recipe"], baseline=runs["baseline"]
+        )
     except BaseException:
         if proc is not None:
             proc.kill()

@@ -123,12 +123,18 @@ def demo_swe_criteria(root: Path, universe, k: int, seed: int, infra: bool) -> t
 
 
 def demo_history(
-    root: str | Path, *, plan: DemoHistoryPlan | None = None, seed: int = 0
+    root: str | Path,
+    *,
+    plan: DemoHistoryPlan | None = None,
+    seed: int = 0,
+    recipe: Path | None = None,
+    baseline: Path | None = None,
 ) -> list[RecordedRun]:
     """Generate, gate and return the demo nightlies (two recorded runs each), oldest first.
 
-    Writes the runs under ``root`` (a fresh directory): the recipe, the baseline, the band,
-    and per nightly its run, rollouts and SWE maps.
+    Writes under ``root`` (a fresh directory) per nightly its run, rollouts and SWE maps,
+    and, unless ``recipe`` (the corpus recipe, its band next to it) and ``baseline`` are
+    given, the recipe, the baseline and the band runs.
     """
     from rlgate.checks.plan import load_inputs, load_plan, run_gate
     from rlgate.demo.build import DEMO_RECIPE, find_swe_dataset
@@ -140,12 +146,12 @@ def demo_history(
     plan = plan or DemoHistoryPlan()
     base = Path(root)
     base.mkdir(parents=True, exist_ok=True)
-    recipe_text = "# DEMO recipe (rlgate.demo.history)\n" + corpus_recipe()
-    recipe = base / f"{DEMO_RECIPE}.yaml"
-    recipe.write_text(recipe_text, encoding="utf-8")
-    baseline = write_run(base / "baseline", Fault.HEALTHY, seed=seed + 1)
-    for k in range(5):
-        write_run(base / "band" / f"seed_{k}", Fault.HEALTHY, seed=seed + 10 + k)
+    if recipe is None or baseline is None:
+        recipe = base / f"{DEMO_RECIPE}.yaml"
+        recipe.write_text("# DEMO recipe (rlgate.demo.history)\n" + corpus_recipe())
+        baseline = write_run(base / "baseline", Fault.HEALTHY, seed=seed + 1)
+        for k in range(5):
+            write_run(base / "band" / f"seed_{k}", Fault.HEALTHY, seed=seed + 10 + k)
     gate = load_plan(recipe)
     spec = gate.gate.convergence.rollouts if gate.gate.convergence else None
     first = write_run(base / "n01" / "run", Fault.HEALTHY, seed=seed + 2000)
@@ -153,7 +159,7 @@ def demo_history(
     shared = load_inputs(gate, first, baseline=baseline, rollouts=rollouts)
     universe = load_universe(find_swe_dataset())
     flaky = _flaky_schedule(plan, seed)
-    sha = hashlib.sha256(recipe_text.encode("utf-8")).hexdigest()
+    sha = hashlib.sha256(recipe.read_bytes()).hexdigest()
     out = []
     for k in range(1, plan.nightlies + 1):
         night = base / f"n{k:02d}"

@@ -48,6 +48,7 @@ __all__ = [
     "build_triage_section",
     "candidate_labels",
     "label_rows",
+    "latest_nightly_labels",
 ]
 
 #: The table's columns, like the hand-written tables of NeMo RL's vLLM-upgrade PRs.
@@ -137,9 +138,10 @@ def candidate_labels(
     return out
 
 
-def _latest_labels(
-    history: Sequence[RecordedRun], main_branch: str, last: int
+def latest_nightly_labels(
+    history: Sequence[RecordedRun], main_branch: str = "main", last: int = DEFAULT_LAST
 ) -> tuple[str | None, list[TriageLabel]]:
+    """The newest main nightly's id and its failing checks, triaged against the ones before."""
     groups = window(history, main_branch=main_branch, last=last + 1)
     if len(groups) < 1:
         return None, []
@@ -267,7 +269,7 @@ def build_triage_section(
     """The section and its trend figures (none when ``draw_plots`` is off)."""
     labels = candidate_labels(cases, history, main_branch=main_branch, last=last, context=context)
     groups = window(history, main_branch=main_branch, last=last, before=context)
-    latest_id, latest = _latest_labels(history, main_branch, last)
+    latest_id, latest = latest_nightly_labels(history, main_branch, last)
     notes = []
     if not groups:
         notes.append(

@@ -24,6 +24,8 @@ OPTIONAL_MODULES: dict[str, str] = {
     "docker": "swe",
     "datasets": "swe",
     "ray": "launch",
+    "sqlalchemy": "history",
+    "alembic": "history",
 }
 #: nemo-gym declares Requires-Python >=3.13.14, so no extra can hold it (ci/install.sh).
 NEMO_GYM = "pip install --no-deps --ignore-requires-python nemo-gym==0.7.0"

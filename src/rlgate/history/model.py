@@ -1,51 +1,110 @@
 """The history's typed records: what a recorded run was, and what the store gives back.
 
-Plain pydantic models (no SQLAlchemy): :class:`RunContext` is what a recorded run was;
+Plain pydantic models (no SQLAlchemy): :class:`RunContext` is what a recorded run was
+(recipe and its content hash, branch, commits, versions, hardware, nightly, time, label);
 :class:`RecordedRun` a run with its :class:`~rlgate.core.results.Result` records, as read
-back. Results are never re-declared here.
+back; :class:`SweInstanceRow` one SWE-bench instance's outcome in one SWE run of one model.
+Results are never re-declared here: the store keeps each one field for field and gives the
+same Result back.
+
+Every text field is one line without control characters (names and ids reach terminals,
+CSV files and SQL); a ``recorded_at`` without a time zone is read as UTC.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from rlgate.core.results import Result
+from rlgate.core.validate import LineText
+from rlgate.swe.records import Outcome as SweOutcome
 
-__all__ = ["RecordedRun", "RunContext"]
+__all__ = [
+    "MAX_ID_CHARS",
+    "RecordedRun",
+    "RunContext",
+    "SweInstanceRow",
+    "SweOutcome",
+    "utc_now",
+]
+
+#: Longest run id, recipe name, nightly id, branch, label or hardware name accepted.
+MAX_ID_CHARS = 200
 
 
-def _utc_now() -> datetime:
+def _stripped(text: str) -> str:
+    if text != text.strip():
+        raise ValueError("has leading or trailing white space")
+    return text
+
+
+Name = Annotated[LineText, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_stripped)]
+
+
+def utc_now() -> datetime:
+    """The current time in UTC, to the microsecond."""
     return datetime.now(UTC)
 
 
-class RunContext(BaseModel):
-    """What a recorded run was: recipe, branch, commits, versions, hardware, nightly, time."""
-
+class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    run_id: str
-    recipe: str
-    recipe_sha256: str | None = None
-    branch: str | None = None
-    commits: dict[str, str] = {}
-    versions: dict[str, str] = {}
-    hardware: str | None = None
-    nightly_id: str | None = None
-    recorded_at: datetime = Field(default_factory=_utc_now)
-    label: str | None = None
+
+class RunContext(_Record):
+    """What a recorded run was.
+
+    ``run_id`` is unique in a store; ``recipe`` the recipe's name (its file stem) and
+    ``recipe_sha256`` the recipe file's content hash; ``overrides`` the NeMo RL overrides the
+    run was judged with (a band is built from promoted runs with the same ones);
+    ``commits`` maps a checkout (``nemo_rl``, ``nemo_gym``, ``rlgate``) to its commit;
+    ``versions`` distribution -> version; ``hardware`` names the machine type the run ran
+    on (runs of the same recipe on other hardware never share a band); ``nightly_id``
+    groups the runs of one nightly; ``label`` marks generated data (``DEMO``); ``source``
+    says what was recorded (the input paths).
+    """
+
+    run_id: Name
+    recipe: Name
+    recipe_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
+    branch: Name | None = None
+    commits: dict[Name, Name] = {}
+    versions: dict[Name, Name] = {}
+    hardware: Name | None = None
+    nightly_id: Name | None = None
+    recorded_at: datetime = Field(default_factory=utc_now)
+    label: Name | None = None
+    overrides: tuple[LineText, ...] = ()
+    source: LineText | None = None
 
     @field_validator("recorded_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
 
 
-class RecordedRun(BaseModel):
+class SweInstanceRow(_Record):
+    """One instance's outcome in one SWE run (seed) of one model.
+
+    ``swe_run`` is the SWE run's label (its input path, ``#rolloutN`` for a Gym repeat);
+    ``run_id`` is the recorded run the row belongs to: set by the store when it reads rows
+    back, ignored when recording (the row belongs to the run being recorded).
+    """
+
+    model: Name
+    swe_run: LineText = Field(min_length=1)
+    instance_id: Name
+    outcome: SweOutcome
+    reason: str | None = None
+    run_id: Name | None = None
+
+
+class RecordedRun(_Record):
     """A run as the store gives it back: its context, its Results, whether it is promoted."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     context: RunContext
     results: list[Result]

@@ -1,0 +1,708 @@
+"""The results store: record runs with their context, read them back, promote good runs.
+
+:func:`open_store` opens (and creates) a history database:
+
+* ``None``: ``$RLGATE_DB`` if set, else ``$XDG_DATA_HOME/rlgate/history.db`` (default
+  ``~/.local/share/rlgate/history.db``, its folder created);
+* a path, or a ``sqlite:///PATH`` URL: an SQLite file (created if absent; its folder must
+  exist). WAL mode, a busy timeout of :data:`BUSY_TIMEOUT_S`, and every transaction begins
+  ``IMMEDIATE`` (takes the write lock at once), so two recorders wait for each other
+  instead of failing or losing a write;
+* ``postgresql://...``: PostgreSQL through psycopg 3 (``postgresql+psycopg://``).
+
+The database is then upgraded to this rlgate's newest schema revision (Alembic, revisions
+in ``migrations/versions``, version table ``rlgate_history_version``) in one transaction,
+under an advisory lock on PostgreSQL, so concurrent first opens create the schema once. A
+database that holds other tables, or was written by a newer rlgate, is refused, never
+changed.
+
+Every :meth:`Store.record` is one transaction: the run, its Results, its per-step metrics
+and its SWE instance outcomes are all stored or none is. A run id is unique: recording it
+again is refused (nothing recorded is ever replaced).
+
+Errors are :class:`~rlgate.core.errors.RlgateError` with one line naming the database
+(exit 2: a bad URL or path, a file that is not an SQLite database, a run id that does not
+exist; exit 3 (:class:`~rlgate.core.errors.InfraError`): a server that cannot be reached,
+a database locked for longer than the busy timeout). A password in a URL is never shown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL, Connection, Engine
+
+from rlgate.core.errors import InfraError, RlgateError
+from rlgate.core.results import Result
+from rlgate.core.text import one_line
+from rlgate.history.model import RecordedRun, RunContext, SweInstanceRow, utc_now
+from rlgate.history.schema import ResultRow, RunRow, StepRow, SweRow
+
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "DB_ENV",
+    "MIGRATIONS",
+    "VERSION_TABLE",
+    "Store",
+    "default_db_path",
+    "open_store",
+]
+
+DB_ENV = "RLGATE_DB"
+#: Seconds a writer waits for another's transaction on SQLite before giving up (exit 3).
+BUSY_TIMEOUT_S = 60.0
+#: Seconds to wait for a PostgreSQL server to accept a connection.
+CONNECT_TIMEOUT_S = 10
+#: The Alembic revisions (package data).
+MIGRATIONS = Path(__file__).with_name("migrations")
+#: Alembic's version table for this schema (a shared database may hold other Alembic apps).
+VERSION_TABLE = "rlgate_history_version"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_PG_LOCK = 0x726C67617465  # "rlgate": the advisory lock migrations take on PostgreSQL
+_CHUNK = 500  # ids per IN (...) list
+_HINT_URL = "give an SQLite file path or postgresql://user@host:port/database"
+
+_RUNS, _RESULTS = RunRow.__table__, ResultRow.__table__
+_STEPS, _SWE = StepRow.__table__, SweRow.__table__
+
+
+def default_db_path() -> Path:
+    """``$XDG_DATA_HOME/rlgate/history.db`` (``~/.local/share`` when unset or relative)."""
+    base = os.environ.get("XDG_DATA_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "share"
+    return root / "rlgate" / "history.db"
+
+
+# --- where the database is ---------------------------------------------------------------
+
+
+def _sqlite_file(path: Path, shown: str) -> Path:
+    """Check an SQLite path: a regular SQLite file, or absent in an existing folder."""
+    if path.is_dir():
+        raise RlgateError(f"history database {shown} is a directory", hint=_HINT_URL)
+    if path.exists():
+        if not path.is_file():
+            raise RlgateError(f"history database {shown} is not a regular file")
+        with path.open("rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+        if head and head != _SQLITE_MAGIC:
+            raise RlgateError(
+                f"history database {shown} is not an SQLite database (it starts with {head!r})",
+                hint="give the path of an rlgate history database, or of a file to create",
+            )
+    elif not path.parent.is_dir():
+        raise RlgateError(
+            f"history database {shown}: folder {path.parent} does not exist",
+            hint="create the folder, or give a path in an existing one",
+        )
+    return path.resolve()
+
+
+def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | None]:
+    """The SQLAlchemy URL to connect to, and the SQLite file if it is one."""
+    if url_or_path is None:
+        env = os.environ.get(DB_ENV, "")
+        if env:
+            return _resolve(env)
+        path = default_db_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RlgateError(
+                f"cannot create the default history folder {path.parent}: {exc.strerror}",
+                hint=f"set {DB_ENV} or pass --db",
+            ) from None
+        return _resolve(path)
+    text = os.fspath(url_or_path)
+    if not text.strip() or "\x00" in text:
+        raise RlgateError(f"history database {text!r} is empty or not a path", hint=_HINT_URL)
+    if "://" not in text:
+        path = _sqlite_file(Path(text).expanduser(), text)
+        return URL.create("sqlite+pysqlite", database=str(path)), path
+    try:
+        url = sa.engine.make_url(text)
+    except (sa.exc.ArgumentError, ValueError):  # ValueError: a port that is not a number
+        raise RlgateError(
+            f"history database URL {one_line(text.split('@')[-1])!r} cannot be parsed",
+            hint=_HINT_URL,
+        ) from None
+    shown = url.render_as_string(hide_password=True)
+    backend, _, driver = url.drivername.partition("+")
+    if backend == "sqlite" and driver in ("", "pysqlite"):
+        if not url.database or url.database == ":memory:" or url.database.startswith("file:"):
+            raise RlgateError(
+                f"history database {shown}: give a file (sqlite:///PATH); an in-memory "
+                "database would lose what is recorded",
+                hint=_HINT_URL,
+            )
+        path = _sqlite_file(Path(url.database).expanduser(), shown)
+        return URL.create("sqlite+pysqlite", database=str(path)), path
+    if backend in ("postgresql", "postgres") and driver in ("", "psycopg"):
+        if not url.host and not url.query.get("host"):
+            raise RlgateError(f"history database {shown}: no host", hint=_HINT_URL)
+        return url.set(drivername="postgresql+psycopg"), None
+    raise RlgateError(
+        f"history database {shown}: unsupported database {url.drivername!r} (rlgate's "
+        "history is stored in SQLite files or PostgreSQL through psycopg 3)",
+        hint=_HINT_URL,
+    )
+
+
+# --- errors ------------------------------------------------------------------------------
+
+
+def _db_message(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip().splitlines()
+    return one_line(text[0] if text else type(orig).__name__)[:300]
+
+
+@contextlib.contextmanager
+def _errors(shown: str, sqlite: bool) -> Iterator[None]:
+    """Database exceptions as one-line rlgate errors naming the database."""
+    try:
+        yield
+    except RlgateError:
+        raise
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "psycopg":
+            raise
+        raise InfraError(
+            f"history database {shown} needs the Python module 'psycopg', which is not installed",
+            hint="pip install 'rlgate[history]' (ci/install.sh installs every extra)",
+        ) from None
+    except sa.exc.OperationalError as exc:
+        why = _db_message(exc)
+        if sqlite and "locked" not in why and "busy" not in why:
+            raise RlgateError(f"history database {shown}: {why}") from None
+        raise InfraError(
+            f"history database {shown}: {why}",
+            hint="is the server running and reachable, and the database free? "
+            f"(SQLite waits {BUSY_TIMEOUT_S:g} s for another writer)",
+        ) from None
+    except sa.exc.DatabaseError as exc:
+        raise RlgateError(
+            f"history database {shown}: {_db_message(exc)}",
+            hint="is it an rlgate history database? (restore it from a backup: docs/history.md)",
+        ) from None
+
+
+# --- engine --------------------------------------------------------------------------------
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    engine = sa.create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi: Any, record: Any) -> None:
+        dbapi.isolation_level = None  # transactions are begun below, not by the driver
+        cursor = dbapi.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now, or wait for it
+
+    return engine
+
+
+def _alembic_config(conn: Connection) -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
+
+
+def _upgrade(conn: Connection, shown: str) -> None:
+    """Bring the schema to the newest revision, refusing a foreign or newer database."""
+    from alembic import command
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK})
+    tables = set(sa.inspect(conn).get_table_names())
+    script = ScriptDirectory(str(MIGRATIONS))
+    head = script.get_current_head()
+    if VERSION_TABLE not in tables:
+        if tables:
+            raise RlgateError(
+                f"history database {shown} is not an rlgate history database: it holds "
+                f"other tables ({', '.join(sorted(tables)[:5])})",
+                hint="give a new file or an empty database (docs/history.md: a shared database)",
+            )
+    else:
+        context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+        current = context.get_current_revision()
+        if current == head:
+            return
+        known = {rev.revision for rev in script.walk_revisions()}
+        if current is not None and current not in known:
+            raise RlgateError(
+                f"history database {shown} is at schema revision {current!r}, which this "
+                f"rlgate does not know (its newest is {head!r}): a newer rlgate wrote it",
+                hint="upgrade rlgate; an older one never downgrades a history database",
+            )
+    command.upgrade(_alembic_config(conn), "head")
+
+
+# --- records <-> rows --------------------------------------------------------------------
+
+
+def _number(value: float | None) -> tuple[float | None, bool]:
+    if value is None:
+        return None, False
+    if math.isnan(value):
+        return None, True
+    return value, False
+
+
+def _result_row(run_pk: int, position: int, result: Result) -> dict[str, Any]:
+    value, value_nan = _number(result.value)
+    threshold, threshold_nan = _number(result.threshold)
+    return {
+        "run_pk": run_pk,
+        "position": position,
+        "name": result.name,
+        "tier": result.tier.value,
+        "outcome": result.outcome.value,
+        "value": value,
+        "value_nan": value_nan,
+        "op": result.op.value if result.op is not None else None,
+        "threshold": threshold,
+        "threshold_nan": threshold_nan,
+        "unit": result.unit,
+        "bound": result.bound,
+        "message": result.message,
+        "metric": result.metric,
+        "evidence": json.dumps(result.evidence, sort_keys=True),
+        "informational": result.informational,
+        "schema_version": result.schema_version,
+    }
+
+
+def _result(row: Any) -> Result:
+    return Result.model_validate(
+        {
+            "name": row.name,
+            "tier": row.tier,
+            "status": row.outcome,
+            "value": math.nan if row.value_nan else row.value,
+            "op": row.op,
+            "threshold": math.nan if row.threshold_nan else row.threshold,
+            "unit": row.unit,
+            "bound": row.bound,
+            "message": row.message,
+            "metric": row.metric,
+            "evidence": json.loads(row.evidence),
+            "informational": row.informational,
+            "schema_version": row.schema_version,
+        }
+    )
+
+
+def _context_row(context: RunContext) -> dict[str, Any]:
+    return {
+        "run_id": context.run_id,
+        "recipe": context.recipe,
+        "recipe_sha256": context.recipe_sha256,
+        "branch": context.branch,
+        "commits": dict(context.commits),
+        "versions": dict(context.versions),
+        "hardware": context.hardware,
+        "nightly_id": context.nightly_id,
+        "recorded_at": context.recorded_at,
+        "label": context.label,
+        "overrides": list(context.overrides),
+        "source": context.source,
+        "promoted": False,
+    }
+
+
+def _context(row: Any) -> RunContext:
+    return RunContext(
+        run_id=row.run_id,
+        recipe=row.recipe,
+        recipe_sha256=row.recipe_sha256,
+        branch=row.branch,
+        commits=row.commits,
+        versions=row.versions,
+        hardware=row.hardware,
+        nightly_id=row.nightly_id,
+        recorded_at=row.recorded_at,
+        label=row.label,
+        overrides=tuple(row.overrides),
+        source=row.source,
+    )
+
+
+def _step_rows(
+    run_pk: int, steps: Mapping[str, Sequence[tuple[int, float]]]
+) -> list[dict[str, Any]]:
+    rows = []
+    for tag, points in steps.items():
+        if not isinstance(tag, str) or not tag or len(tag) > 2 * 200:
+            raise RlgateError(f"per-step metric tag {tag!r:.80} is empty or too long")
+        seen: set[int] = set()
+        for step, raw in points:
+            if step in seen:
+                raise RlgateError(f"per-step metric {tag!r}: step {step} given twice")
+            seen.add(step)
+            value, nan = _number(float(raw))
+            rows.append(
+                {"run_pk": run_pk, "tag": tag, "step": int(step), "value": value, "value_nan": nan}
+            )
+    return rows
+
+
+def _swe_rows(run_pk: int, swe: Sequence[SweInstanceRow]) -> list[dict[str, Any]]:
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for item in swe:
+        key = (item.model, item.swe_run, item.instance_id)
+        row = {
+            "run_pk": run_pk,
+            "model": item.model,
+            "swe_run": item.swe_run,
+            "instance_id": item.instance_id,
+            "outcome": item.outcome.value,
+            "reason": item.reason,
+        }
+        if key in rows and rows[key] != row:
+            raise RlgateError(
+                f"SWE instance {item.instance_id} of run {item.swe_run} (model {item.model}) "
+                "is given twice with different outcomes"
+            )
+        rows[key] = row
+    return list(rows.values())
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+# --- the store ---------------------------------------------------------------------------
+
+
+class Store:
+    """A history database, migrated to this rlgate's schema (use :func:`open_store`)."""
+
+    def __init__(self, engine: Engine, shown: str, path: Path | None) -> None:
+        self.engine = engine
+        #: The database as messages name it (a URL without its password, or the file).
+        self.shown = shown
+        #: The SQLite file, None for a server.
+        self.path = path
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the connections."""
+        self.engine.dispose()
+
+    @contextlib.contextmanager
+    def _begin(self) -> Iterator[Connection]:
+        with _errors(self.shown, self.path is not None), self.engine.begin() as conn:
+            yield conn
+
+    def _missing(self, run_id: str) -> RlgateError:
+        return RlgateError(
+            f"no run {run_id!r} in the history database {self.shown}",
+            hint="`rlgate history show RECIPE` lists the recorded runs and their ids",
+        )
+
+    # --- writing ---------------------------------------------------------------------
+
+    def record(
+        self,
+        context: RunContext,
+        results: Sequence[Result],
+        steps: Mapping[str, Sequence[tuple[int, float]]] | None = None,
+        swe: Sequence[SweInstanceRow] = (),
+    ) -> None:
+        """Store one run in one transaction: its context, Results, per-step metrics, SWE rows.
+
+        Raises:
+            RlgateError: the run id is already recorded (nothing is stored).
+        """
+        if not isinstance(context, RunContext) or not all(isinstance(r, Result) for r in results):
+            raise TypeError("record() takes a RunContext and Results")
+        with self._begin() as conn:
+            exists = conn.execute(
+                sa.select(_RUNS.c.id).where(_RUNS.c.run_id == context.run_id)
+            ).first()
+            if exists is not None:
+                raise RlgateError(
+                    f"run {context.run_id!r} is already recorded in {self.shown}; nothing "
+                    "recorded again",
+                    hint="give this recording another --run-id (a recorded run is never replaced)",
+                )
+            pk = conn.execute(
+                sa.insert(_RUNS).returning(_RUNS.c.id), _context_row(context)
+            ).scalar_one()
+            rows = [_result_row(pk, i, r) for i, r in enumerate(results)]
+            if rows:
+                conn.execute(sa.insert(_RESULTS), rows)
+            step_rows = _step_rows(pk, steps or {})
+            if step_rows:
+                conn.execute(sa.insert(_STEPS), step_rows)
+            swe_rows = _swe_rows(pk, swe)
+            if swe_rows:
+                conn.execute(sa.insert(_SWE), swe_rows)
+
+    def _set_promoted(self, run_id: str, promoted: bool) -> None:
+        with self._begin() as conn:
+            done = conn.execute(
+                sa.update(_RUNS)
+                .where(_RUNS.c.run_id == run_id)
+                .values(promoted=promoted, promoted_at=utc_now())
+            )
+            if done.rowcount != 1:
+                raise self._missing(run_id)
+
+    def promote(self, run_id: str, *, force: bool = False) -> RecordedRun:
+        """Mark a run as a good run of its recipe: its per-step metrics join the band.
+
+        Raises:
+            RlgateError: no such run; it has no per-step metrics (it could not serve a
+                band); a gating Result of it failed (unless ``force``).
+        """
+        run = self.run(run_id)
+        if not self.steps(run_id):
+            raise RlgateError(
+                f"run {run_id!r} has no per-step metrics in {self.shown}: it cannot serve "
+                "a reference band",
+                hint="record the run with its metrics (check-run --db, or history record "
+                "--run-dir) and promote that recording",
+            )
+        failed = [r.name for r in run.results if r.outcome.value == "fail" and not r.informational]
+        if failed and not force:
+            raise RlgateError(
+                f"run {run_id!r} failed {len(failed)} gating check(s) "
+                f"({', '.join(failed[:5])}{', ...' if len(failed) > 5 else ''}); a band "
+                "of failed runs would wave the same failure through",
+                hint="promote a run that passed, or --force if the failure is understood",
+            )
+        self._set_promoted(run_id, True)
+        return run
+
+    def demote(self, run_id: str) -> None:
+        """Take a run out of its recipe's band (raises RlgateError if there is no such run)."""
+        self._set_promoted(run_id, False)
+
+    # --- reading ---------------------------------------------------------------------
+
+    def _contexts(self, conn: Connection, where: Sequence[Any]) -> list[Any]:
+        query = (
+            sa.select(_RUNS).where(*where).order_by(_RUNS.c.recorded_at.desc(), _RUNS.c.id.desc())
+        )
+        return list(conn.execute(query))
+
+    def _results(self, conn: Connection, pks: Sequence[int]) -> dict[int, list[Result]]:
+        out: dict[int, list[Result]] = {pk: [] for pk in pks}
+        for chunk in _chunks(list(pks)):
+            query = (
+                sa.select(_RESULTS)
+                .where(_RESULTS.c.run_pk.in_(chunk))
+                .order_by(_RESULTS.c.run_pk, _RESULTS.c.position)
+            )
+            for row in conn.execute(query):
+                out[row.run_pk].append(_result(row))
+        return out
+
+    def _recorded(self, conn: Connection, rows: Sequence[Any]) -> list[RecordedRun]:
+        results = self._results(conn, [r.id for r in rows])
+        return [
+            RecordedRun(context=_context(r), results=results[r.id], promoted=bool(r.promoted))
+            for r in rows
+        ]
+
+    def runs(
+        self,
+        *,
+        recipe: str | None = None,
+        branch: str | None = None,
+        last: int | None = None,
+        label: str | None = None,
+        hardware: str | None = None,
+    ) -> list[RecordedRun]:
+        """Recorded runs, newest first (by ``recorded_at``), with their Results.
+
+        ``last`` counts nightlies: the runs of the ``last`` most recent distinct
+        ``nightly_id`` values, a run without one counting as a nightly of its own.
+        """
+        if last is not None and last < 1:
+            raise RlgateError(f"last must be >= 1, got {last}")
+        where = [
+            column == value
+            for column, value in (
+                (_RUNS.c.recipe, recipe),
+                (_RUNS.c.branch, branch),
+                (_RUNS.c.label, label),
+                (_RUNS.c.hardware, hardware),
+            )
+            if value is not None
+        ]
+        with self._begin() as conn:
+            rows = self._contexts(conn, where)
+            if last is not None:
+                keep, nightlies = [], set()
+                for row in rows:
+                    key = ("nightly", row.nightly_id) if row.nightly_id else ("run", row.id)
+                    if key not in nightlies:
+                        if len(nightlies) == last:
+                            continue
+                        nightlies.add(key)
+                    keep.append(row)
+                rows = keep
+            return self._recorded(conn, rows)
+
+    def run(self, run_id: str) -> RecordedRun:
+        """One recorded run (raises RlgateError naming the database if there is none)."""
+        with self._begin() as conn:
+            rows = self._contexts(conn, [_RUNS.c.run_id == run_id])
+            if not rows:
+                raise self._missing(run_id)
+            return self._recorded(conn, rows)[0]
+
+    def promoted(
+        self,
+        recipe: str,
+        hardware: str | None,
+        *,
+        overrides: Sequence[str] | None = None,
+    ) -> list[RecordedRun]:
+        """The promoted runs of ``recipe`` on ``hardware``, newest first.
+
+        ``hardware`` None matches runs recorded without one; ``overrides`` (when given)
+        keeps the runs judged with exactly these NeMo RL overrides.
+        """
+        hw = _RUNS.c.hardware.is_(None) if hardware is None else _RUNS.c.hardware == hardware
+        with self._begin() as conn:
+            rows = self._contexts(conn, [_RUNS.c.recipe == recipe, hw, _RUNS.c.promoted])
+            if overrides is not None:
+                rows = [r for r in rows if list(r.overrides) == list(overrides)]
+            return self._recorded(conn, rows)
+
+    def promoted_at(self, run_id: str) -> datetime | None:
+        """When the run was last promoted or demoted (None: never)."""
+        with self._begin() as conn:
+            row = conn.execute(
+                sa.select(_RUNS.c.promoted_at).where(_RUNS.c.run_id == run_id)
+            ).first()
+        if row is None:
+            raise self._missing(run_id)
+        return row.promoted_at
+
+    def steps(
+        self, run_id: str, *, tags: Sequence[str] | None = None
+    ) -> dict[str, list[tuple[int, float]]]:
+        """A run's per-step metrics (only ``tags``, if given): tag -> [(step, value)] by step."""
+        with self._begin() as conn:
+            pk = conn.execute(sa.select(_RUNS.c.id).where(_RUNS.c.run_id == run_id)).scalar()
+            if pk is None:
+                raise self._missing(run_id)
+            query = (
+                sa.select(_STEPS.c.tag, _STEPS.c.step, _STEPS.c.value, _STEPS.c.value_nan)
+                .where(_STEPS.c.run_pk == pk)
+                .order_by(_STEPS.c.tag, _STEPS.c.step)
+            )
+            if tags is not None:
+                query = query.where(_STEPS.c.tag.in_(list(tags)))
+            out: dict[str, list[tuple[int, float]]] = {}
+            for tag, step, value, nan in conn.execute(query):
+                out.setdefault(tag, []).append((int(step), math.nan if nan else float(value)))
+        return out
+
+    def swe_instances(self, *, model: str | None = None) -> list[SweInstanceRow]:
+        """SWE instance outcomes (of ``model``), oldest recorded run first."""
+        query = (
+            sa.select(
+                _RUNS.c.run_id,
+                _SWE.c.model,
+                _SWE.c.swe_run,
+                _SWE.c.instance_id,
+                _SWE.c.outcome,
+                _SWE.c.reason,
+            )
+            .join(_RUNS, _RUNS.c.id == _SWE.c.run_pk)
+            .order_by(_RUNS.c.recorded_at, _RUNS.c.id, _SWE.c.swe_run, _SWE.c.instance_id)
+        )
+        if model is not None:
+            query = query.where(_SWE.c.model == model)
+        with self._begin() as conn:
+            return [
+                SweInstanceRow(
+                    run_id=r.run_id,
+                    model=r.model,
+                    swe_run=r.swe_run,
+                    instance_id=r.instance_id,
+                    outcome=r.outcome,
+                    reason=r.reason,
+                )
+                for r in conn.execute(query)
+            ]
+
+    def table(self, name: str, *, recipe: str | None = None) -> list[dict[str, Any]]:
+        """Rows of one table joined with their run's context, for export (plain values)."""
+        tables = {"runs": _RUNS, "results": _RESULTS, "steps": _STEPS, "swe": _SWE}
+        if name not in tables:
+            raise RlgateError(f"no table {name!r} (one of {', '.join(tables)})")
+        table = tables[name]
+        context = [
+            _RUNS.c.run_id,
+            _RUNS.c.recipe,
+            _RUNS.c.branch,
+            _RUNS.c.hardware,
+            _RUNS.c.nightly_id,
+            _RUNS.c.recorded_at,
+            _RUNS.c.label,
+        ]
+        if table is _RUNS:
+            query = sa.select(*[c for c in _RUNS.c if c.name != "id"])
+        else:
+            own = [c for c in table.c if c.name not in ("id", "run_pk")]
+            query = sa.select(*context, *own).join(_RUNS, _RUNS.c.id == table.c.run_pk)
+        if recipe is not None:
+            query = query.where(_RUNS.c.recipe == recipe)
+        query = query.order_by(_RUNS.c.recorded_at, _RUNS.c.id)
+        with self._begin() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def open_store(url_or_path: str | os.PathLike[str] | None = None) -> Store:
+    """Open a history database (module docstring), creating and migrating it as needed."""
+    url, path = _resolve(url_or_path)
+    shown = str(path) if path is not None else url.render_as_string(hide_password=True)
+    with _errors(shown, path is not None):
+        if path is not None:
+            engine = _sqlite_engine(url)
+        else:
+            engine = sa.create_engine(
+                url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S}, pool_pre_ping=True
+            )
+        try:
+            with engine.begin() as conn:
+                _upgrade(conn, shown)
+        except BaseException:
+            engine.dispose()
+            raise
+    return Store(engine, shown, path)

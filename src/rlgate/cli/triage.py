@@ -198,23 +198,23 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
         _require_file_path(flag, out)
     candidate = load_candidate(args.candidate)
-    store = open_store(args.db)
     by_recipe: dict[str | None, list[Result]] = {}
     for recipe, result in candidate:
         by_recipe.setdefault(recipe, []).append(result)
     labels: list[TriageLabel] = []
     nightlies: set[str] = set()
-    for recipe, results in by_recipe.items():
-        history = store.runs(recipe=recipe, branch=args.main_branch, last=args.last)
-        nightlies |= {r.context.nightly_id or r.context.run_id for r in history}
-        labels += triage(
-            results,
-            history,
-            main_branch=args.main_branch,
-            last=args.last,
-            flaky_rate=args.flaky_rate,
-            recipe=recipe,
-        )
+    with open_store(args.db) as store:
+        for recipe, results in by_recipe.items():
+            history = store.runs(recipe=recipe, branch=args.main_branch, last=args.last)
+            nightlies |= {r.context.nightly_id or r.context.run_id for r in history}
+            labels += triage(
+                results,
+                history,
+                main_branch=args.main_branch,
+                last=args.last,
+                flaky_rate=args.flaky_rate,
+                recipe=recipe,
+            )
     title = (
         f"rlgate triage: {len(labels)} failing gate check(s) of the candidate against "
         f"{len(nightlies)} {args.main_branch} nightlies (last {args.last})"

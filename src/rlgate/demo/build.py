@@ -21,7 +21,8 @@ What runs, in about a minute on 2 cores:
    ``swe.xml``;
 4. a **demo nightly history** (:mod:`rlgate.demo.history`): 30 generated main-branch
    nightlies labelled DEMO, gated by the same checks, with a regression, a flaky check and
-   an infra failure planted, so the report shows its triage section and trends;
+   an infra failure planted, recorded in ``DIR/demo-inputs/history.db`` (SQLite, the
+   ``[history]`` extra) so the report shows its triage section and trends;
 5. the report (:mod:`rlgate.report.build`), labelled DEMO in its title, sentence and plots.
 
 Invariants: generated inputs live in ``DIR/demo-inputs/``, which carries a marker and is
@@ -49,7 +50,7 @@ import numpy as np
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import write_json_atomic, write_text_atomic
 from rlgate.core.resources import FUNCTIONAL_TIER
-from rlgate.demo.history import DEMO_BRANCH, demo_history
+from rlgate.demo.history import DEMO_BRANCH, demo_history, record_demo_history
 from rlgate.swe.records import VERIFIED_IDS_FILE
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ logger = logging.getLogger(__name__)
 BUNDLED_INSTANCES = VERIFIED_IDS_FILE
 INPUTS = "demo-inputs"
 INPUTS_MARKER = ".rlgate-demo-inputs"
+HISTORY_DB = "history.db"  # the demo's nightly history (SQLite), in DIR/demo-inputs/
 # The corpus recipe, named in NeMo RL's convention (its stem is the run's recipe id).
 DEMO_RECIPE = "grpo-qwen3.5-35ba3b-2n8g-megatron-async1off-gym-swe-demo"
 FUNCTIONAL_TIMEOUT_S = 900
@@ -315,9 +317,10 @@ def run_demo(
     try:
         runs = _write_runs(inputs, seed)
         gated = {**_gate_runs(inputs, runs), **_gate_swe(inputs, seed)}
-        history = demo_history(
+        generated = demo_history(
             inputs / "history", seed=seed, recipe=runs["recipe"], baseline=runs["baseline"]
         )
+        history, recorded = record_demo_history(inputs / HISTORY_DB, generated)
     except BaseException:
         if proc is not None:
             proc.kill()
@@ -335,7 +338,7 @@ def run_demo(
         band_runs=sorted(runs["band"].iterdir()),
         tokenizers=tokenizers,
         demo=True,
-        notes=(functional,),
+        notes=(functional, recorded),
         history=history,
         main_branch=DEMO_BRANCH,
     )

@@ -43,6 +43,7 @@ __all__ = [
     "demo_code",
     "demo_history",
     "demo_swe_criteria",
+    "record_demo_history",
 ]
 
 DEMO_LABEL = "DEMO"
@@ -192,3 +193,25 @@ def demo_history(
             )
             out.append(RecordedRun(context=ctx, results=list(results)))
     return out
+
+
+def record_demo_history(db: Path, runs: Sequence[RecordedRun]) -> tuple[list[RecordedRun], str]:
+    """Record ``runs`` into the SQLite file ``db`` and read them back (newest first).
+
+    Returns the runs and a note; without the ``[history]`` extra the runs are used as
+    generated and the note says that no database was written.
+    """
+    try:
+        from rlgate.history.store import open_store
+    except ModuleNotFoundError as exc:
+        note = (
+            f"demo history not written to a database ({exc.name} is not installed: pip "
+            "install 'rlgate[history]'); the triage section uses the generated nightlies"
+        )
+        return list(runs), note
+    with open_store(db) as store:
+        for run in runs:
+            store.record(run.context, run.results)
+        stored = store.runs(label=DEMO_LABEL)
+    note = f"demo history: {len(runs)} DEMO runs of {len(runs) // 2} nightlies recorded in {db}"
+    return stored, note

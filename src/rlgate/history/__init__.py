@@ -6,8 +6,8 @@
 (``open_store``), which migrates a database to this rlgate's schema with the Alembic
 revisions under ``migrations/``; ``ingest`` turns what a command read (JUnit, check-run and
 SWE documents, a run directory) into what the store records; ``bands`` builds a recipe's
-reference band from its promoted runs; ``triage`` labels a candidate's failing gate checks
-against the recorded nightlies (pure: records in, labels out). SQLAlchemy and Alembic (the ``[history]`` extra) are
-imported by ``schema``, ``store`` and ``bands`` only, so importing this package or
-``model``/``ingest`` needs neither. See ``docs/history.md``.
+reference band from its promoted runs; ``triage`` labels a candidate's failing gate
+checks against the recorded nightlies (pure: records in, labels out). SQLAlchemy and
+Alembic (the ``[history]`` extra) are imported by ``schema``, ``store`` and ``bands`` only,
+so importing this package or ``model``/``ingest``/``triage`` needs neither. See ``docs/history.md``.
 """

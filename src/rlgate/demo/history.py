@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +43,7 @@ __all__ = [
     "DemoHistoryPlan",
     "demo_code",
     "demo_history",
+    "demo_swe_comparison",
     "demo_swe_criteria",
     "record_demo_history",
 ]
@@ -104,8 +106,8 @@ def _break_swe(path: Path, ids: Sequence[str]) -> None:
     path.write_text(json.dumps(doc, indent=0) + "\n", encoding="utf-8")
 
 
-def demo_swe_criteria(root: Path, universe, k: int, seed: int, infra: bool) -> tuple[Result, ...]:
-    """The SWE gate's criteria of demo nightly ``k`` (``infra``: 8 % Docker faults in one seed)."""
+def demo_swe_comparison(root: Path, universe: Any, k: int, seed: int, infra: bool) -> Any:
+    """The SWE comparison of demo nightly ``k`` (``infra``: 8 % Docker faults in one seed)."""
     from rlgate.demo.build import write_demo_swe
     from rlgate.swe.compare import GateOptions, compare_arms
     from rlgate.swe.readers import load_arm
@@ -114,13 +116,19 @@ def demo_swe_criteria(root: Path, universe, k: int, seed: int, infra: bool) -> t
     before, after = write_demo_swe(root, ids, seed=seed + 500 + k)
     if infra:
         _break_swe(after[0], ids)
-    comparison = compare_arms(
+    return compare_arms(
         load_arm("before", before, universe),
         load_arm("after", after, universe),
         universe,
         GateOptions(seed=seed + k, n_resamples=2000),
     )
-    return comparison.criteria
+
+
+def demo_swe_criteria(
+    root: Path, universe: Any, k: int, seed: int, infra: bool
+) -> tuple[Result, ...]:
+    """The SWE gate's criteria of demo nightly ``k`` (:func:`demo_swe_comparison`)."""
+    return demo_swe_comparison(root, universe, k, seed, infra).criteria
 
 
 def demo_history(

@@ -1,0 +1,219 @@
+"""``rlgate triage``: the table, JSON and JUnit outputs, the exit codes, and bad input.
+
+The history is a real database (an SQLite file; PostgreSQL for the main case) holding
+nightlies of real Results (the corpus runs gated by the real checks); the candidates are
+what ``rlgate check-run`` and the SWE gate write.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlgate.checks.plan import load_plan
+from rlgate.cli.app import main
+from rlgate.core.errors import ExitCode
+from rlgate.core.junit import read_junit
+from rlgate.core.results import Result
+from rlgate.history.store import open_store
+from rlgate.testing.corpus import Fault
+
+from .helpers.corpus_build import corpus
+from .helpers.history_inputs import BACKENDS, database
+from .helpers.triage_inputs import gate_results, nightly, swe_criteria
+
+STEP = "perf:timing/train/total_step_time"
+
+
+def recipe_name() -> str:
+    return load_plan(corpus().recipe).recipe
+
+
+def record(db: str, nights) -> None:
+    with open_store(db) as store:
+        for run in nights:
+            store.record(run.context, run.results)
+
+
+def nights(results_of, n: int = 6, **kw):
+    return [nightly(k, results_of(k), recipe=recipe_name(), **kw) for k in range(1, n + 1)]
+
+
+@pytest.fixture(scope="module")
+def candidates(tmp_path_factory) -> dict[str, Path]:
+    """check-run JUnit/JSON of the slow and healthy corpus runs, and SWE JSONs."""
+    out = tmp_path_factory.mktemp("candidates")
+    c = corpus()
+    files = {}
+    for name, fault in (("slow", Fault.STEP_TIME_UP), ("healthy", Fault.HEALTHY)):
+        args = ["check-run", str(c.runs[fault]), "--recipe", str(c.recipe)]
+        args += ["--baseline", str(c.baseline), "--rollouts", str(c.rollouts["healthy"])]
+        args += ["--junit", str(out / f"{name}.xml"), "--json", str(out / f"{name}.json")]
+        main(args)
+        files[f"{name}_junit"], files[f"{name}_json"] = out / f"{name}.xml", out / f"{name}.json"
+    return files
+
+
+def swe_json(path: Path, infra: bool) -> Path:
+    """What `rlgate swe compare --json` writes for a generated comparison."""
+    from rlgate.core.io import write_json_atomic
+    from rlgate.demo.build import BUNDLED_INSTANCES
+    from rlgate.demo.history import demo_swe_comparison
+    from rlgate.swe.records import load_universe
+    from rlgate.swe.report import comparison_to_dict
+
+    universe = load_universe(BUNDLED_INSTANCES)
+    comparison = demo_swe_comparison(path.parent / "swe", universe, 1, 0, infra)
+    return write_json_atomic(path, comparison_to_dict(comparison))
+
+
+class TestLabels:
+    @pytest.mark.parametrize("backend", BACKENDS)
+    def test_a_regression_exits_1_with_its_table_json_and_junit(
+        self, backend, tmp_path, candidates, capsys
+    ) -> None:
+        db = database(backend, tmp_path)
+        record(db, nights(lambda k: gate_results(Fault.HEALTHY)))
+        out_json, out_junit = tmp_path / "triage.json", tmp_path / "triage.xml"
+        code = main(
+            ["triage", "--candidate", str(candidates["slow_junit"]), "--db", db, "--last", "5",
+             "--json", str(out_json), "--junit", str(out_junit)]
+        )  # fmt: skip
+        out = capsys.readouterr().out
+        assert code == ExitCode.FAIL
+        assert "2 failing gate check(s) of the candidate against 5 main nightlies" in out
+        assert "check  " in out and "main last 5" in out
+        row = next(line for line in out.splitlines() if STEP in line)
+        assert "FAIL 1.2" in row and "..... 5/5 pass" in row and "regression" in row
+        doc = json.loads(out_json.read_text())
+        assert doc["exit_code"] == 1 and doc["nightlies"] == 5
+        assert {lb["check"]: lb["label"] for lb in doc["labels"]} == {
+            STEP: "regression",
+            "perf:performance/tokens_per_sec_per_gpu": "regression",
+        }
+        step = next(lb for lb in doc["labels"] if lb["check"] == STEP)
+        assert step["last_passing"] == "n06" and step["first_failing"] == "candidate"
+        (suite,) = read_junit(out_junit)
+        by_name = {c.name: c for c in suite.cases}
+        assert by_name[STEP].prop("rlgate.triage.label") == "regression"
+        assert json.loads(by_name[STEP].prop("rlgate.triage.nightlies"))[-1]["nightly"] == "n06"
+        assert by_name["completion"].prop("rlgate.triage.label") is None  # passed: no label
+        assert by_name[STEP].result.outcome.value == "fail"
+
+    def test_only_pre_existing_failures_exit_0(self, tmp_path, candidates, capsys) -> None:
+        db = str(tmp_path / "h.db")
+        record(db, nights(lambda k: gate_results(Fault.STEP_TIME_UP)))
+        code = main(["triage", "--candidate", str(candidates["slow_json"]), "--db", db])
+        out = capsys.readouterr().out
+        assert code == ExitCode.OK and out.count("pre-existing") == 2
+
+    def test_flaky_failures_exit_3(self, tmp_path, candidates, capsys) -> None:
+        db = str(tmp_path / "h.db")
+        flip = lambda k: gate_results(Fault.HEALTHY if k % 2 else Fault.STEP_TIME_UP)  # noqa: E731
+        record(db, nights(flip))
+        code = main(["triage", "--candidate", str(candidates["slow_junit"]), "--db", db])
+        assert code == ExitCode.INFRA and capsys.readouterr().out.count(" flaky ") == 2
+
+    def test_infra_errors_exit_3(self, tmp_path, capsys) -> None:
+        db = str(tmp_path / "h.db")
+        record(db, [nightly(k, swe_criteria(False), recipe="r") for k in range(1, 4)])
+        candidate = swe_json(tmp_path / "swe.json", infra=True)
+        code = main(["triage", "--candidate", str(candidate), "--db", db])
+        out = capsys.readouterr().out
+        assert code == ExitCode.INFRA and out.count(" infra ") == 2
+        assert "swe_infra_errors" in out
+
+    def test_no_main_history_is_unknown_and_exits_1(self, tmp_path, candidates, capsys) -> None:
+        db = str(tmp_path / "h.db")
+        record(db, nights(lambda k: gate_results(Fault.HEALTHY), branch="feature"))
+        code = main(["triage", "--candidate", str(candidates["slow_junit"]), "--db", db])
+        out = capsys.readouterr().out
+        assert code == ExitCode.FAIL and out.count("  unknown  ") == 2
+        assert "the history holds no 'main' nightly" in out
+        again = ["triage", "--candidate", str(candidates["slow_junit"]), "--db", db]
+        assert main([*again, "--main-branch", "feature"]) == ExitCode.FAIL
+        assert "regression" in capsys.readouterr().out
+
+    def test_a_passing_candidate_exits_0(self, tmp_path, candidates, capsys) -> None:
+        db = str(tmp_path / "h.db")
+        code = main(["triage", "--candidate", str(candidates["healthy_junit"]), "--db", db])
+        assert code == ExitCode.OK and "nothing to triage" in capsys.readouterr().out
+
+
+class TestBadInput:
+    def run(self, capsys, *args: str) -> tuple[int, str]:
+        code = main(["triage", *args])
+        return code, capsys.readouterr().err
+
+    def test_missing_garbage_and_foreign_candidates_exit_2_with_one_message(
+        self, tmp_path, capsys
+    ) -> None:
+        db = str(tmp_path / "h.db")
+        garbage = tmp_path / "notes.txt"
+        garbage.write_text("hello")
+        foreign = tmp_path / "other.json"
+        foreign.write_text('{"schema_version": 1, "rows": []}')
+        broken = tmp_path / "broken.xml"
+        broken.write_text("<testsuite><testcase name='x'>")
+        cases = {
+            str(tmp_path / "absent.xml"): "candidate not found",
+            str(garbage): "neither JUnit XML nor JSON",
+            str(foreign): "neither 'checks' nor 'criteria'",
+            str(broken): "not valid XML",
+            str(tmp_path): "candidate is a directory",
+        }
+        for path, message in cases.items():
+            code, err = self.run(capsys, "--candidate", path, "--db", db)
+            assert code == ExitCode.USAGE and message in err, (path, err)
+            assert err.count("rlgate: error:") == 1 and "Traceback" not in err
+
+    def test_bad_options_exit_2(self, tmp_path, candidates, capsys) -> None:
+        cases = {
+            ("--last", "0"): "argument --last: 0 is outside 1..10,000",
+            ("--flaky-rate", "0"): "argument --flaky-rate:",
+            ("--flaky-rate", "1.5"): "argument --flaky-rate:",
+        }
+        for opt, message in cases.items():
+            with pytest.raises(SystemExit) as exc:
+                main(["triage", "--candidate", str(candidates["slow_junit"]), *opt])
+            assert exc.value.code == ExitCode.USAGE
+            assert message in capsys.readouterr().err
+
+    def test_outputs_never_overwrite_an_input_or_the_database(
+        self, tmp_path, candidates, capsys
+    ) -> None:
+        db = tmp_path / "h.db"
+        record(str(db), nights(lambda k: gate_results(Fault.HEALTHY)))
+        kept = candidates["slow_json"].read_bytes(), db.read_bytes()
+        for target in (candidates["slow_json"], db):
+            code, err = self.run(
+                capsys, "--candidate", str(candidates["slow_json"]), "--db", str(db),
+                "--json", str(target),
+            )  # fmt: skip
+            assert code == ExitCode.USAGE and "it is one of the inputs" in err
+        assert (candidates["slow_json"].read_bytes(), db.read_bytes()) == kept
+
+    def test_an_output_that_is_a_directory_is_refused_before_work(self, tmp_path, capsys) -> None:
+        code, err = self.run(
+            capsys, "--candidate", str(tmp_path / "absent.xml"), "--junit", str(tmp_path)
+        )
+        assert code == ExitCode.USAGE and f"--junit {tmp_path} is a directory" in err
+
+
+def test_the_cli_defaults_are_the_librarys() -> None:
+    from rlgate.cli import triage as cli
+    from rlgate.history import triage as lib
+
+    assert (cli.DEFAULT_LAST, cli.FLAKY_RATE) == (lib.DEFAULT_LAST, lib.FLAKY_RATE)
+
+
+def test_results_are_read_back_as_written(candidates) -> None:
+    """The candidate's Results reach triage as check-run wrote them (JUnit and JSON agree)."""
+    from rlgate.cli.triage import load_candidate
+
+    junit = load_candidate([candidates["slow_junit"]])
+    doc = load_candidate([candidates["slow_json"]])
+    assert [(r, x.name) for r, x in junit] == [(r, x.name) for r, x in doc]
+    assert all(isinstance(x, Result) for _, x in junit) and junit[0][0] == recipe_name()

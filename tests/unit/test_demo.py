@@ -18,7 +18,15 @@ import rlgate
 from rlgate.core.errors import RlgateError
 from rlgate.core.resources import FUNCTIONAL_TIER, RECIPES
 from rlgate.core.results import Tier
-from rlgate.demo.build import BUNDLED_INSTANCES, DEMO_RECIPE, INPUTS, run_demo, write_demo_swe
+from rlgate.demo.build import (
+    BUNDLED_INSTANCES,
+    DEMO_RECIPE,
+    HISTORY_DB,
+    INPUTS,
+    run_demo,
+    write_demo_swe,
+)
+from rlgate.demo.history import DEMO_NIGHTLIES
 from rlgate.recipe.load import recipe_files
 from rlgate.report.build import BlockerKind, Verdict, prepare_out_dir
 from rlgate.swe.compare import Verdict as SweVerdict
@@ -46,7 +54,9 @@ class TestDemoWithoutTokenizers:
         report, files = result.report, result.files
         assert report.title.startswith("DEMO")
         assert report.story.startswith("DEMO (generated inputs, not a release result): ")
-        assert len(report.figures) == 5
+        trends = set(report.triage.figure_keys)  # the demo history's trend panels
+        assert trends == {"trend-convergence", "trend-perf", "trend-swe_gate"}
+        assert len([f for f in report.figures if f.key not in trends]) == 5
         assert all(f.title.startswith("DEMO") for f in report.figures)
         assert "DEMO — generated demo runs and demo SWE results" in files["html"].read_text()
         assert "> **DEMO — generated demo runs" in files["markdown"].read_text()
@@ -101,6 +111,37 @@ class TestDemoWithFunctionalTier:
         report = demo_with_functional(demo_tokenizers(request.config)).report
         names = {c.name.split("[")[0] for c in report.junit.cases if c.tier is Tier.FUNCTIONAL}
         assert names == {FUNCTIONAL_SUBSET[1]}
+
+
+class TestDemoHistory:
+    """The demo records 30 DEMO nightlies and its report triages the latest against them."""
+
+    def test_the_history_is_recorded_and_read_back_from_sqlite(self):
+        from rlgate.history.store import open_store
+
+        result = demo_without_functional()
+        db = result.files["html"].parent / INPUTS / HISTORY_DB
+        with open_store(db) as store:
+            runs = store.runs(label="DEMO")
+        assert len(runs) == 2 * DEMO_NIGHTLIES and {r.context.branch for r in runs} == {"main"}
+        assert f"recorded in {db}" in " ".join(result.report.notes)
+
+    def test_the_report_labels_the_planted_faults_of_the_latest_nightly(self):
+        report = demo_without_functional().report
+        section = report.triage
+        assert section.window[-1] == "DEMO-n30" and len(section.window) == DEMO_NIGHTLIES
+        assert section.labels == ()  # the demo's own candidate passes every gate check
+        assert {lb.check: lb.label.value for lb in section.latest} == {
+            "perf:timing/train/total_step_time": "regression",
+            "perf:performance/tokens_per_sec_per_gpu": "regression",
+            "rollouts:truncated_final_rate": "flaky",
+            "coverage_after": "infra",
+            "significance": "infra",
+        }
+        step = next(lb for lb in section.latest if lb.check.startswith("perf:timing"))
+        assert step.first_failing == "DEMO-n25"
+        md = demo_without_functional().files["markdown"].read_text()
+        assert r"### Latest main nightly DEMO\-n30" in md and "(plots/trend-perf.png)" in md
 
 
 class TestDemoSwe:

@@ -148,7 +148,7 @@ def exit_code(labels: Sequence[TriageLabel]) -> ExitCode:
 def render_table(labels: Sequence[TriageLabel], title: str, header: Sequence[str]) -> str:
     """The labels as an aligned text table (the columns of the report's triage table)."""
     from rlgate.core.text import one_line
-    from rlgate.report.triage_section import label_rows
+    from rlgate.history.triage import label_rows
 
     rows = [tuple(one_line(c) for c in row) for row in label_rows(labels)]
     if not rows:

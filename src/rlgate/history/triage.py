@@ -45,11 +45,13 @@ __all__ = [
     "DEFAULT_LAST",
     "FLAKY_RATE",
     "MIN_FLIPS",
+    "TABLE_HEADER",
     "CheckKey",
     "Label",
     "Mark",
     "TriageLabel",
     "code_of",
+    "label_rows",
     "marks_by_check",
     "nightlies",
     "outcome_strip",
@@ -80,6 +82,7 @@ class Label(Enum):
 CheckKey = tuple[Tier, str]
 
 _JUDGED = (Outcome.PASS, Outcome.FAIL, Outcome.ERROR)
+_BAD = (Outcome.FAIL, Outcome.ERROR)
 
 
 def code_of(context: RunContext) -> tuple[Any, ...] | None:
@@ -137,9 +140,17 @@ class Mark:
         }
 
 
-def _mark(nightly: str, when: datetime, results: Sequence[tuple[RunContext, Result]]) -> Mark:
+def _mark(
+    nightly: str,
+    when: datetime,
+    results: Sequence[tuple[RunContext, Result]],
+    cache: dict[str, tuple[Any, ...] | None],
+) -> Mark:
     judged = [r for _, r in results if _judged(r)]
-    codes = {code_of(c) for c, _ in results}
+    for c, _ in results:
+        if c.run_id not in cache:
+            cache[c.run_id] = code_of(c)
+    codes = {cache[c.run_id] for c, _ in results}
     code = codes.pop() if len(codes) == 1 else None
     runs = tuple(dict.fromkeys(c.run_id for c, _ in results))
     if judged:
@@ -192,18 +203,26 @@ def window(
     return nightlies(kept)[-last:]
 
 
-def marks_by_check(groups: Sequence[tuple[str, list[RecordedRun]]]) -> dict[CheckKey, list[Mark]]:
-    """Per gate check, its :class:`Mark` in each nightly that recorded it (oldest first)."""
+def marks_by_check(
+    groups: Sequence[tuple[str, list[RecordedRun]]], keys: Iterable[CheckKey] | None = None
+) -> dict[CheckKey, list[Mark]]:
+    """Per gate check, its :class:`Mark` in each nightly that recorded it (oldest first).
+
+    ``keys``: only these checks (default: every gate check).
+    """
+    wanted = set(keys) if keys is not None else None
     out: dict[CheckKey, list[Mark]] = defaultdict(list)
+    codes: dict[str, tuple[Any, ...] | None] = {}
     for nightly, runs in groups:
         when = min(r.context.recorded_at for r in runs)
         per: dict[CheckKey, list[tuple[RunContext, Result]]] = defaultdict(list)
         for run in runs:
             for result in run.results:
-                if not result.informational:
-                    per[(result.tier, result.name)].append((run.context, result))
+                key = (result.tier, result.name)
+                if not result.informational and (wanted is None or key in wanted):
+                    per[key].append((run.context, result))
         for key, results in per.items():
-            out[key].append(_mark(nightly, when, results))
+            out[key].append(_mark(nightly, when, results, codes))
     return dict(out)
 
 
@@ -428,14 +447,17 @@ def triage(
     if not 0.0 < flaky_rate <= 1.0:
         raise ValueError(f"flaky_rate must be in (0, 1], got {flaky_rate}")
     recipe = recipe if recipe is not None else (context.recipe if context else None)
-    groups = window(history, main_branch=main_branch, last=last, recipe=recipe, before=context)
-    marks = marks_by_check(groups)
-    window_ids = tuple(n for n, _ in groups)
-    code = code_of(context) if context is not None else None
     per: dict[CheckKey, list[Result]] = defaultdict(list)
     for result in candidate:
         if not result.informational:
             per[(result.tier, result.name)].append(result)
+    failing = [k for k, rs in per.items() if any(r.outcome in _BAD for r in rs)]
+    if not failing:
+        return []
+    groups = window(history, main_branch=main_branch, last=last, recipe=recipe, before=context)
+    marks = marks_by_check(groups, failing)
+    window_ids = tuple(n for n, _ in groups)
+    code = code_of(context) if context is not None else None
     labels = []
     for key, results in per.items():
         label = _label_one(
@@ -450,3 +472,30 @@ def triage(
         if label is not None:
             labels.append(label)
     return labels
+
+
+#: The table's columns, like the hand-written tables of NeMo RL's vLLM-upgrade PRs.
+TABLE_HEADER = ("check", "candidate", "main last N", "label", "evidence")
+_ORDER = {
+    Label.REGRESSION: 0,
+    Label.UNKNOWN: 1,
+    Label.FLAKY: 2,
+    Label.INFRA: 3,
+    Label.PRE_EXISTING: 4,
+}
+
+
+def label_rows(labels: Sequence[TriageLabel]) -> tuple[tuple[str, ...], ...]:
+    """Table rows (:data:`TABLE_HEADER`), regressions first; the recipe named if several."""
+    ordered = sorted(labels, key=lambda lb: (_ORDER[lb.label], lb.tier.value, lb.check))
+    several = len({lb.recipe for lb in labels}) > 1
+    return tuple(
+        (
+            f"{lb.tier.value}: {lb.check}" + (f" ({lb.recipe})" if several and lb.recipe else ""),
+            lb.candidate_text(),
+            lb.main_text(),
+            lb.label.value,
+            lb.reason,
+        )
+        for lb in ordered
+    )

@@ -29,10 +29,12 @@ from rlgate.core.results import Outcome, Result, Tier
 from rlgate.history.model import RecordedRun, RunContext
 from rlgate.history.triage import (
     DEFAULT_LAST,
+    TABLE_HEADER,
     CheckKey,
     Label,
     Mark,
     TriageLabel,
+    label_rows,
     marks_by_check,
     triage,
     window,
@@ -51,12 +53,8 @@ __all__ = [
     "latest_nightly_labels",
 ]
 
-#: The table's columns, like the hand-written tables of NeMo RL's vLLM-upgrade PRs.
-TABLE_HEADER = ("check", "candidate", "main last N", "label", "evidence")
 #: Panels per trend figure; further checks (all passing) are named in a note.
 MAX_PANELS = 36
-_ORDER = {Label.REGRESSION: 0, Label.UNKNOWN: 1, Label.FLAKY: 2, Label.INFRA: 3}
-_ORDER[Label.PRE_EXISTING] = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,22 +92,6 @@ class TriageSection:
             "notes": list(self.notes),
             **self.extra,
         }
-
-
-def label_rows(labels: Sequence[TriageLabel]) -> tuple[tuple[str, ...], ...]:
-    """Table rows (:data:`TABLE_HEADER`), regressions first; the recipe named if several."""
-    ordered = sorted(labels, key=lambda lb: (_ORDER[lb.label], lb.tier.value, lb.check))
-    several = len({lb.recipe for lb in labels}) > 1
-    return tuple(
-        (
-            f"{lb.tier.value}: {lb.check}" + (f" ({lb.recipe})" if several and lb.recipe else ""),
-            lb.candidate_text(),
-            lb.main_text(),
-            lb.label.value,
-            lb.reason,
-        )
-        for lb in ordered
-    )
 
 
 def _recipes(labels: Sequence[TriageLabel]) -> str:

@@ -1,0 +1,122 @@
+"""The release report's triage section (rlgate.report.triage_section): tables, trends, pages.
+
+A history of real Results (the corpus gated by its checks) and a candidate JUnit as
+``check-run --junit`` writes it; the section is data, the pages render it escaped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rlgate.core.junit import JunitCase, JunitSuite, write_junit
+from rlgate.core.results import Outcome, Result, Tier
+from rlgate.history.triage import TABLE_HEADER, Label
+from rlgate.report.build import Verdict, build_report, prepare_out_dir, write_report
+from rlgate.report.render import render_html, render_markdown
+from rlgate.testing.corpus import Fault
+
+from .helpers.triage_inputs import RECIPE, gate_results, nightly
+
+STEP = "perf:timing/train/total_step_time"
+
+
+def candidate_junit(path: Path, results, recipe: str = RECIPE) -> Path:
+    cases = [
+        JunitCase.of(r, classname=f"rlgate.{r.tier.value}.{recipe}", facts={"recipe": recipe})
+        for r in results
+    ]
+    path.write_text(write_junit([JunitSuite.of(f"rlgate.check-run.{recipe}", cases)]))
+    return path
+
+
+def history(n: int = 8, fault_from: int | None = None):
+    """Healthy nightlies of code A; from ``fault_from`` on, code B and the slow run."""
+    out = []
+    for k in range(1, n + 1):
+        regressed = fault_from is not None and k >= fault_from
+        fault = Fault.STEP_TIME_UP if regressed else Fault.HEALTHY
+        out.append(nightly(k, gate_results(fault), code="B" if regressed else "A"))
+    return out
+
+
+class TestSection:
+    def test_a_regression_is_labelled_with_its_first_failing_nightly(self, tmp_path) -> None:
+        junit = candidate_junit(tmp_path / "c.xml", gate_results(Fault.STEP_TIME_UP))
+        report = build_report([junit], history=history(fault_from=6), draw_plots=False)
+        section = report.triage
+        assert section is not None and report.verdict is Verdict.NO_GO
+        mine, latest = section.tables
+        assert mine.header == (*TABLE_HEADER[:2], "main last 8", *TABLE_HEADER[3:])
+        row = next(r for r in mine.rows if STEP in r[0])
+        assert row[3] == "regression" and "main fails since n06" in row[4]
+        assert row[2] == ".....FFF 5/8 pass"
+        assert latest.title.startswith("Latest main nightly n08")
+        assert {lb.check: lb.label for lb in section.latest} == {
+            STEP: Label.REGRESSION,
+            "perf:performance/tokens_per_sec_per_gpu": Label.REGRESSION,
+        }
+        assert section.window == tuple(f"n{k:02d}" for k in range(1, 9))
+
+    def test_pre_existing_failures_keep_the_verdict_no_go(self, tmp_path) -> None:
+        junit = candidate_junit(tmp_path / "c.xml", gate_results(Fault.STEP_TIME_UP))
+        report = build_report([junit], history=history(fault_from=1), draw_plots=False)
+        assert {lb.label for lb in report.triage.labels} == {Label.PRE_EXISTING}
+        assert report.verdict is Verdict.NO_GO  # labels explain; they never soften a failure
+
+    def test_a_passing_candidate_has_nothing_to_triage(self, tmp_path) -> None:
+        junit = candidate_junit(tmp_path / "c.xml", gate_results(Fault.HEALTHY))
+        report = build_report([junit], history=history(), draw_plots=False)
+        assert report.triage.labels == () and report.triage.tables[0].rows == ()
+        assert "nothing to triage" in report.triage.tables[0].empty
+
+    def test_an_empty_history_says_so_and_every_failure_is_unknown(self, tmp_path) -> None:
+        junit = candidate_junit(tmp_path / "c.xml", gate_results(Fault.STEP_TIME_UP))
+        report = build_report([junit], history=[], draw_plots=False)
+        assert {lb.label for lb in report.triage.labels} == {Label.UNKNOWN}
+        assert "holds no nightly of branch 'main'" in report.triage.notes[0]
+        assert len(report.triage.tables) == 1  # no latest nightly to show
+
+    def test_without_a_history_there_is_no_section(self, tmp_path) -> None:
+        junit = candidate_junit(tmp_path / "c.xml", gate_results(Fault.STEP_TIME_UP))
+        report = build_report([junit], draw_plots=False)
+        assert report.triage is None and "Triage" not in render_markdown(report)
+
+
+class TestPages:
+    def test_md_html_json_and_trend_plots(self, tmp_path) -> None:
+        junit = candidate_junit(tmp_path / "c.xml", gate_results(Fault.STEP_TIME_UP))
+        report = build_report([junit], history=history(fault_from=6))
+        assert report.triage.figure_keys == ("trend-convergence", "trend-perf")
+        files = write_report(report, prepare_out_dir(tmp_path / "out"))
+        md = files["markdown"].read_text()
+        triage_part = md.split('## <a id="triage"></a>Triage against the nightly history')[1]
+        assert "![trend-perf]" not in md  # figures are shown by their titles
+        assert "(plots/trend-perf.png)" in triage_part.split('## <a id="swe">')[0]
+        assert md.count("(plots/trend-perf.png)") == 1  # in the triage section only
+        assert "| regression |" in triage_part
+        html = files["html"].read_text()
+        assert '<h2 id="triage">Triage against the nightly history</h2>' in html
+        assert "main fails since n06" in html
+        doc = json.loads(files["json"].read_text())["triage"]
+        assert {lb["check"] for lb in doc["candidate"]} == {
+            STEP,
+            "perf:performance/tokens_per_sec_per_gpu",
+        }
+        assert doc["figures"] == ["trend-convergence", "trend-perf"]
+        assert (tmp_path / "out" / "plots" / "trend-perf.png").read_bytes()[:4] == b"\x89PNG"
+
+    def test_hostile_check_names_are_shown_literally(self, tmp_path) -> None:
+        name = "<img src=x onerror=alert(1)> [link](http://evil.example) \x1b[31m|x|"
+        bad = Result(name=name, tier=Tier.CONVERGENCE, outcome=Outcome.FAIL, message="boom")
+        ok = bad.model_copy(update={"outcome": Outcome.PASS})
+        junit = candidate_junit(tmp_path / "c.xml", [*gate_results(Fault.HEALTHY), bad])
+        runs = [nightly(k, [*gate_results(Fault.HEALTHY), ok]) for k in range(1, 4)]
+        report = build_report([junit], history=runs, draw_plots=False)
+        (label,) = report.triage.labels
+        assert label.check == name and label.label is Label.REGRESSION
+        html, md = render_html(report), render_markdown(report)
+        assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+        assert "\x1b" not in html and "\x1b" not in md
+        row = next(line for line in md.splitlines() if line.startswith("| ") and "onerror" in line)
+        assert "](http" not in row and "\\|x\\|" in row and row.count(" | ") == 4

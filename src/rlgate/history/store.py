@@ -575,6 +575,12 @@ class Store:
                 rows = keep
             return self._recorded(conn, rows)
 
+    def exists(self, run_id: str) -> bool:
+        """Whether ``run_id`` is recorded."""
+        with self._begin() as conn:
+            query = sa.select(_RUNS.c.id).where(_RUNS.c.run_id == run_id)
+            return conn.execute(query).first() is not None
+
     def run(self, run_id: str) -> RecordedRun:
         """One recorded run (raises RlgateError naming the database if there is none)."""
         with self._begin() as conn:
@@ -661,8 +667,14 @@ class Store:
                 for r in conn.execute(query)
             ]
 
-    def table(self, name: str, *, recipe: str | None = None) -> list[dict[str, Any]]:
-        """Rows of one table joined with their run's context, for export (plain values)."""
+    def table(
+        self, name: str, *, recipe: str | None = None
+    ) -> tuple[list[str], list[dict[str, Any]]]:
+        """One table's columns and rows, each with its run's context, for export.
+
+        ``name`` is ``runs``, ``results``, ``steps`` or ``swe``. Plain values: NaN restored
+        (the ``*_nan`` flags dropped), JSON columns as JSON text, times as aware UTC.
+        """
         tables = {"runs": _RUNS, "results": _RESULTS, "steps": _STEPS, "swe": _SWE}
         if name not in tables:
             raise RlgateError(f"no table {name!r} (one of {', '.join(tables)})")
@@ -677,15 +689,29 @@ class Store:
             _RUNS.c.label,
         ]
         if table is _RUNS:
-            query = sa.select(*[c for c in _RUNS.c if c.name != "id"])
+            columns = [c for c in _RUNS.c if c.name != "id"]
+            query = sa.select(*columns)
         else:
             own = [c for c in table.c if c.name not in ("id", "run_pk")]
-            query = sa.select(*context, *own).join(_RUNS, _RUNS.c.id == table.c.run_pk)
+            columns = [*context, *own]
+            query = sa.select(*columns).join(_RUNS, _RUNS.c.id == table.c.run_pk)
         if recipe is not None:
             query = query.where(_RUNS.c.recipe == recipe)
-        query = query.order_by(_RUNS.c.recorded_at, _RUNS.c.id)
+        order = [_RUNS.c.recorded_at, _RUNS.c.id]
+        order += [table.c.position] if table is _RESULTS else []
+        names = [c.name for c in columns if not c.name.endswith("_nan")]
+        rows = []
         with self._begin() as conn:
-            return [dict(row._mapping) for row in conn.execute(query)]
+            for row in conn.execute(query.order_by(*order)):
+                item = dict(row._mapping)
+                for key in [k for k in item if k.endswith("_nan")]:
+                    if item.pop(key):
+                        item[key.removesuffix("_nan")] = math.nan
+                for key in ("commits", "versions", "overrides"):
+                    if key in item:
+                        item[key] = json.dumps(item[key], sort_keys=True)
+                rows.append({k: item[k] for k in names})
+        return names, rows
 
 
 def open_store(url_or_path: str | os.PathLike[str] | None = None) -> Store:

@@ -145,6 +145,20 @@ class TestRecordAndReadBack:
             with pytest.raises(RlgateError, match="last must be >= 1"):
                 store.runs(last=0)
 
+    def test_read_back_results_equal_the_recorded_ones(self, tmp_path: Path) -> None:
+        results = [*mlperf_gate(3).results, *swe_case().comparison.criteria]
+        with open_store(tmp_path / "h.db") as store:
+            store.record(ctx("eq"), results)
+            assert store.run("eq").results == results  # no NaN here: plain equality holds
+
+    def test_a_result_row_rlgate_did_not_write_is_named_not_returned(self, db: str) -> None:
+        with open_store(db) as store:
+            store.record(ctx("r1"), mlperf_gate(3).results)
+            with store.engine.begin() as conn:
+                conn.execute(sa.text("update results set tier = 'bogus' where position = 2"))
+            with pytest.raises(RlgateError, match=r"a result row of run #1 was not written by"):
+                store.runs()
+
 
 class TestOneTransaction:
     def test_a_run_id_is_recorded_once_and_never_replaced(self, db: str) -> None:

@@ -87,7 +87,7 @@ class Need(Enum):
 NEED_OPTION = {
     Need.BASELINE: "--baseline",
     Need.ROLLOUTS: "--rollouts",
-    Need.BAND: "--band-run (or rlgate.band.runs in the recipe)",
+    Need.BAND: "--band-run (or rlgate.band.runs in the recipe; check-run: --db and promoted runs)",
     Need.SYNC: "--sync-run",
 }
 
@@ -120,13 +120,19 @@ class GatePlan:
 
 @dataclass(frozen=True, slots=True)
 class GateInputs:
-    """Everything a plan is evaluated on."""
+    """Everything a plan is evaluated on.
+
+    ``band_origin`` says where ``band_runs`` came from when they are not the runs given
+    (``rlgate check-run --db``: the recipe's promoted runs in the history); with it, the
+    band checks run even on fewer runs than the band's minimum, and say so as an ERROR.
+    """
 
     run: RunMetrics
     baseline: RunMetrics | None = None
     rollouts: RolloutReport | None = None
     band_runs: tuple[RunMetrics, ...] = ()
     sync_run: RunMetrics | None = None
+    band_origin: str | None = None
 
     def has(self, need: Need) -> bool:
         """Whether the input ``need`` was given."""
@@ -134,7 +140,7 @@ class GateInputs:
             Need.RUN: True,
             Need.BASELINE: self.baseline is not None,
             Need.ROLLOUTS: self.rollouts is not None,
-            Need.BAND: bool(self.band_runs),
+            Need.BAND: bool(self.band_runs) or self.band_origin is not None,
             Need.SYNC: self.sync_run is not None,
         }[need]
 
@@ -309,12 +315,18 @@ def _band(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> Result:
         warmup_steps=band_spec.warmup_steps,
         min_runs=band_spec.min_runs,
     )
+    origin = inputs.band_origin or f"{len(refs)} run(s) given"
+    if isinstance(band, str):  # e.g. fewer runs than the minimum: the checks say it (ERROR)
+        band = f"{band} ({origin})"
     candidate = inputs.run.series.get(metric)
     if check.name.startswith("band_curve:"):
-        return evaluate_band_curve(
+        result = evaluate_band_curve(
             band, candidate, better=spec.better, max_outside=band_spec.max_outside
         )
-    return evaluate_band_mean(band, candidate, better=spec.better)
+    else:
+        result = evaluate_band_mean(band, candidate, better=spec.better)
+    sources = {"band_runs": len(refs), "band_min_runs": band_spec.min_runs, "band_source": origin}
+    return result.model_copy(update={"evidence": {**result.evidence, **sources}})
 
 
 def _perf(plan: GatePlan, check: PlannedCheck, inputs: GateInputs) -> Result:

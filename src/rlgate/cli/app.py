@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
+from rlgate.cli import history as _cli_history
 from rlgate.cli import report as _cli_report
 from rlgate.cli import runs as _cli_runs
 from rlgate.cli import swe as _cli_swe
@@ -352,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
         _cli_runs.add_bench,
         _cli_swe.add_swe,
         _cli_report.add_report,
+        _cli_history.add_history,
         _cli_triage.add_triage,
     )
     for add in adders:

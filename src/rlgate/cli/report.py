@@ -7,9 +7,20 @@ library; errors become exit codes in ``rlgate.cli.app._handle_errors``.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from rlgate.cli.history import (
+    add_record_options,
+    context_for,
+    open_db,
+    recipe_facts,
+    record,
+    refuse_recorded,
+)
+from rlgate.cli.triage import DEFAULT_LAST, MAX_LAST
 from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.options import BAND_RUN, BASELINE, RECIPE, TOKENIZERS
+from rlgate.core.validate import int_in
 
 __all__ = ["add_report"]
 
@@ -18,7 +29,9 @@ __all__ = ["add_report"]
 _REPORT_DOC = (
     "Merge every tier's JUnit into one go/no-go report (report.md, self-contained report.html, "
     "junit.xml, report.json, plots/). Exit codes: 0 GO, 1 NO-GO, 2 usage/invalid input, "
-    "3 INCOMPLETE (a tier did not run, or the SWE comparison is inconclusive or missing)."
+    "3 INCOMPLETE (a tier did not run, or the SWE comparison is inconclusive or missing). "
+    "With --db the report also triages its failing gate checks against the last N main "
+    "nightlies (--main-branch, --last) and draws their trends."
 )
 
 
@@ -42,7 +55,47 @@ def add_report(sub: argparse._SubParsersAction) -> None:
         help="build the bundled demo: the functional tier for real, generated DEMO runs and "
         "SWE results, and their report",
     )
+    add_record_options(p)
+    triage = p.add_argument_group("triage (with --db; docs/history.md)")
+    triage.add_argument("--main-branch", default="main", help="the branch of reference (main)")
+    triage.add_argument(
+        "--last",
+        type=int_in(1, MAX_LAST),
+        default=DEFAULT_LAST,
+        help=f"main nightlies the triage section compares with (default {DEFAULT_LAST})",
+    )
     p.set_defaults(func=_cmd_report)
+
+
+def _report_history(args: argparse.Namespace) -> tuple[Any, Any, list[Any], list[str]]:
+    """With --db: the store, the run's context, a band from promoted runs and what it holds."""
+    if not args.db:
+        return None, None, [], []
+    from rlgate.history.ingest import Facts
+
+    facts, band = Facts(), None
+    if args.recipe:
+        from rlgate.recipe.load import load_recipe
+
+        facts = recipe_facts(args.recipe)
+        band = load_recipe(args.recipe).gate.band
+    store = open_db(args.db)
+    context = context_for(args, facts, default_recipe="release", inputs=args.junit)
+    refuse_recorded(store, context)
+    if band is None or band.runs or args.band_run:
+        return store, context, [], []
+    from rlgate.history.bands import promoted_band
+
+    promoted = promoted_band(
+        store,
+        recipe=context.recipe,
+        hardware=context.hardware,
+        overrides=[],
+        metrics=list(band.metrics),
+        min_runs=band.min_runs,
+    )
+    note = promoted.describe() + ("" if promoted.enough else "; no band is drawn")
+    return store, context, list(promoted.runs) if promoted.enough else [], [note]
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -51,8 +104,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     given = [*args.junit, *args.run, *args.band_run, args.swe, args.recipe, args.baseline]
     given = [g for g in given if g]
     if args.demo:
-        if given:
-            raise RlgateError("--demo builds its own inputs; do not pass --junit/--run/--swe/...")
+        if given or args.db:
+            raise RlgateError(
+                "--demo builds its own inputs; do not pass --junit/--run/--swe/--db/..."
+            )
         from rlgate.demo.build import run_demo
 
         result = run_demo(args.out or "demo-report", tokenizers=args.tokenizers, force=args.force)
@@ -61,21 +116,35 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         if not args.junit:
             raise RlgateError("rlgate report needs --junit FILE... (or --demo)")
+        store, context, promoted, notes = _report_history(args)
+        history = None  # the triage section's nightlies (the last N + the one before them)
+        if store is not None:
+            history = store.runs(branch=args.main_branch, last=args.last + 1)
         report = build_report(
             args.junit,
             runs=args.run,
             swe=args.swe,
             recipe=args.recipe,
             baseline=args.baseline,
-            band_runs=args.band_run,
+            band_runs=[*args.band_run, *promoted],
             tokenizers=args.tokenizers,
+            notes=notes,
             draw_plots=not args.no_plots,
+            history=history,
+            main_branch=args.main_branch,
+            last=args.last,
+            candidate=context,
         )
         # after reading: every input is known (run directories a run JSON names included)
         # and nothing is created on disk for inputs that turn out to be invalid
         protected = [*given, *report.protected]
         out = prepare_out_dir(args.out or "rlgate-report", force=args.force, inputs=protected)
         files = write_report(report, out)
+        for note in notes:
+            print(note)
+        if store is not None:
+            with store:
+                record(store, context, [case.result for case in report.junit.cases])
     print(f"verdict: {report.verdict.value}")
     print(report.story)
     for b in report.blockers:

@@ -12,6 +12,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from rlgate.cli.history import (
+    add_record_options,
+    context_for,
+    manifest_facts,
+    open_db,
+    record,
+    refuse_recorded,
+)
 from rlgate.core.errors import ExitCode, LaunchError, RlgateError
 from rlgate.core.options import (
     BAND_RUN,
@@ -64,17 +72,25 @@ def add_check_run(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", dest="json_out", help="write the results as JSON here")
     p.add_argument("--junit", dest="junit_out", help="write the results as JUnit XML here")
+    add_record_options(p)
     p.set_defaults(func=_cmd_check_run)
 
 
 def _cmd_check_run(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from rlgate.checks.plan import load_inputs, load_plan, render_junit, render_table, run_gate
     from rlgate.core.io import write_json_atomic, write_text_atomic
     from rlgate.core.results import Tier
 
     for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
         _require_file_path(flag, out)
+    store = open_db(args.db) if args.db else None  # a bad database stops before any work
     plan = load_plan(args.recipe, max_steps=args.max_steps, overrides=args.override)
+    context = None
+    if store is not None:
+        context = _check_run_context(args, plan)
+        refuse_recorded(store, context)
     inputs = load_inputs(
         plan,
         args.run,
@@ -84,15 +100,72 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
         sync_run=args.sync_run,
     )
     tiers = tuple(Tier(t) for t in args.tier) if args.tier else (Tier.CONVERGENCE, Tier.PERF)
+    band_line = None
+    if store is not None and context is not None and _band_from_history(plan, args, tiers):
+        from rlgate.history.bands import promoted_band
+
+        assert plan.gate.band is not None
+        band = promoted_band(
+            store,
+            recipe=context.recipe,
+            hardware=context.hardware,
+            overrides=args.override,
+            metrics=list(plan.gate.band.metrics),
+            min_runs=plan.gate.band.min_runs,
+        )
+        inputs = dataclasses.replace(inputs, band_runs=band.runs, band_origin=band.origin)
+        band_line = band.describe()
+    elif inputs.band_runs and plan.gate.band is not None:
+        source = "--band-run" if args.band_run else "rlgate.band.runs"
+        band_line = (
+            f"reference band: {len(inputs.band_runs)} run(s) from {source} "
+            f"(minimum {plan.gate.band.min_runs})"
+        )
     report = run_gate(plan, inputs, tiers)
     print(render_table(report), end="")
+    if band_line and any(r.name.startswith(("band_curve:", "band_mean:")) for r in report.results):
+        print(band_line)
     given = [args.recipe, args.run, args.baseline, args.rollouts, args.sync_run, *args.band_run]
     given = [path for path in given if path]
     if args.json_out:
         write_json_atomic(args.json_out, report.to_dict(), inputs=given)
     if args.junit_out:
         write_text_atomic(args.junit_out, render_junit(report), inputs=given)
+    if store is not None and context is not None:
+        from rlgate.history.ingest import steps_of
+
+        with store:
+            record(store, context, [*report.results, *report.skipped], steps_of(inputs.run))
     return ExitCode.OK if report.passed else ExitCode.FAIL
+
+
+def _check_run_context(args: argparse.Namespace, plan: Any) -> Any:
+    """What a ``check-run --db`` run is recorded as: options, then the recipe, its manifest."""
+    from rlgate.history.ingest import Facts, recipe_identity
+
+    cluster = plan.context.cluster
+    shape = (
+        f"{cluster.num_nodes}n{cluster.gpus_per_node}g"
+        if cluster.num_nodes is not None and cluster.gpus_per_node is not None
+        else None
+    )
+    # judged with this recipe: its name and hash; hardware: the launched shape, else the
+    # recipe's (overrides applied)
+    _, sha = recipe_identity(args.recipe)
+    facts = Facts(recipe=plan.recipe, recipe_sha256=sha).merge(manifest_facts(args.run))
+    facts = facts.merge(Facts(hardware=shape))
+    return context_for(
+        args, facts, default_recipe=plan.recipe, inputs=[args.run], overrides=args.override
+    )
+
+
+def _band_from_history(plan: Any, args: argparse.Namespace, tiers: Sequence[Any]) -> bool:
+    """Band checks to run, and neither --band-run nor rlgate.band.runs gives their runs."""
+    from rlgate.checks.plan import Need
+
+    band = plan.gate.band
+    wanted = any(c.need is Need.BAND and c.tier in tiers for c in plan.checks)
+    return wanted and band is not None and not band.runs and not args.band_run
 
 
 def _require_file_path(flag: str, path: str | None) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
+from rlgate.cli.history import add_record_options, context_for, open_db, record, refuse_recorded
 from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.options import (
     SWE_AFTER,
@@ -74,6 +76,15 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="resampling seed")
     c.add_argument("--json", type=Path, help="write the comparison JSON here")
     c.add_argument("--junit", type=Path, help="write JUnit XML here")
+    add_record_options(c)
+    for arm in ("before", "after"):
+        c.add_argument(
+            f"--{arm}-model",
+            metavar="MODEL",
+            help=f"with --db: the model of the {arm} arm (its per-instance outcomes are "
+            "recorded under it; repeated runs of one model show flaky instances)",
+        )
+    c.add_argument("--recipe", help="with --db: the recipe recorded (default: swe_gate)")
     c.set_defaults(func=_cmd_swe_compare)
     w = swe.add_parser("power", help="minimum detectable difference for an eval design")
     w.add_argument("--n", type=int_in(1, MAX_POWER_N), nargs="+", default=[500], help="instances")
@@ -143,6 +154,7 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
 
     inputs = [*args.before, *args.after, args.dataset]
     _check_outputs([args.json, args.junit], inputs)
+    store, context = _swe_history(args)
     options = GateOptions(
         alpha=args.alpha,
         margin_pp=args.margin_pp,
@@ -160,12 +172,42 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
         xml = build_swe_junit(comparison).tostring().decode("utf-8")
         write_text_atomic(args.junit, xml, inputs=inputs)
     print(render_swe_summary(comparison))
+    if store is not None and context is not None:
+        from rlgate.history.ingest import swe_rows
+
+        rows = swe_rows(before, args.before_model) + swe_rows(after, args.after_model)
+        with store:
+            record(store, context, comparison.criteria, swe=rows)
     return {
         Verdict.IMPROVED: ExitCode.OK,
         Verdict.NO_SIGNIFICANT_CHANGE: ExitCode.OK,
         Verdict.REGRESSED: ExitCode.FAIL,
         Verdict.INCONCLUSIVE: ExitCode.INFRA,
     }[comparison.verdict]
+
+
+def _swe_history(args: argparse.Namespace) -> tuple[Any, Any]:
+    """With --db: the open store and the run's context, checked before any work."""
+    if not args.db:
+        return None, None
+    missing = [f"--{arm}-model" for arm in ("before", "after") if not getattr(args, f"{arm}_model")]
+    if missing:
+        raise RlgateError(
+            "swe compare --db records per-instance outcomes per model: give "
+            + " and ".join(missing),
+            hint="e.g. --before-model Qwen3.5-35B-A3B --after-model my-rl-checkpoint",
+        )
+    from rlgate.history.ingest import Facts, recipe_identity
+
+    facts = Facts()
+    if args.recipe:
+        name, sha = recipe_identity(args.recipe)
+        facts = Facts(recipe=name, recipe_sha256=sha)
+    store = open_db(args.db)
+    inputs = [*args.before, *args.after]
+    context = context_for(args, facts, default_recipe="swe_gate", inputs=inputs)
+    refuse_recorded(store, context)
+    return store, context
 
 
 def _cmd_swe_power(args: argparse.Namespace) -> int:

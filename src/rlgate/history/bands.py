@@ -79,6 +79,6 @@ def promoted_band(
         runs.append(_as_run(run_id, store.steps(run_id, tags=metrics), store))
         ids.append(run_id)
     where = f" on {hardware}" if hardware else ""
-    with_overrides = f" with overrides {' '.join(overrides)}" if overrides else ""
+    with_overrides = f" with the same {len(overrides)} override(s)" if overrides else ""
     origin = f"{len(runs)} promoted run(s) of {recipe}{where}{with_overrides} in {store.shown}"
     return PromotedBand(tuple(runs), tuple(ids), origin, min_runs)

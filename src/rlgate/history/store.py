@@ -42,7 +42,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine
 
 from rlgate.core.errors import InfraError, RlgateError
-from rlgate.core.results import Result
+from rlgate.core.results import RESULT_SCHEMA_VERSION, Op, Outcome, Result, Tier
 from rlgate.core.text import one_line
 from rlgate.history.model import RecordedRun, RunContext, SweInstanceRow, utc_now
 from rlgate.history.schema import ResultRow, RunRow, StepRow, SweRow
@@ -295,23 +295,68 @@ def _result_row(run_pk: int, position: int, result: Result) -> dict[str, Any]:
     }
 
 
-def _result(row: Any) -> Result:
-    return Result.model_validate(
-        {
-            "name": row.name,
-            "tier": row.tier,
-            "status": row.outcome,
-            "value": math.nan if row.value_nan else row.value,
-            "op": row.op,
-            "threshold": math.nan if row.threshold_nan else row.threshold,
-            "unit": row.unit,
-            "bound": row.bound,
-            "message": row.message,
-            "metric": row.metric,
-            "evidence": json.loads(row.evidence),
-            "informational": row.informational,
-            "schema_version": row.schema_version,
-        }
+_TIERS = {t.value: t for t in Tier}
+_OUTCOMES = {o.value: o for o in Outcome}
+_OPS = {o.value: o for o in Op}
+_RESULT_COLUMNS = (
+    "run_pk",
+    "name",
+    "tier",
+    "outcome",
+    "value",
+    "value_nan",
+    "op",
+    "threshold",
+    "threshold_nan",
+    "unit",
+    "bound",
+    "message",
+    "metric",
+    "evidence",
+    "informational",
+    "schema_version",
+)
+
+
+def _float(value: Any, nan: Any) -> float | None:
+    if nan:
+        return math.nan
+    if value is None or isinstance(value, float):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    raise ValueError(f"not a number: {value!r:.40}")
+
+
+def _result(row: Sequence[Any]) -> Result:
+    """A result row as its Result (ValueError on a row no rlgate wrote)."""
+    (_, name, tier, outcome, value, value_nan, op, threshold, threshold_nan) = row[:9]
+    (unit, bound, message, metric, evidence, informational, version) = row[9:]
+    texts = (name, unit, bound, message, informational, *([metric] if metric is not None else []))
+    if not all(isinstance(t, str) for t in texts) or not isinstance(evidence, str):
+        raise ValueError("a text column holds something else")
+    data = {} if evidence == "{}" else json.loads(evidence)
+    if not isinstance(data, dict):
+        raise ValueError("evidence is not a JSON object")
+    if not (isinstance(version, int) and 1 <= version <= RESULT_SCHEMA_VERSION):
+        raise ValueError(f"schema_version {version!r:.20}")
+    if tier not in _TIERS or outcome not in _OUTCOMES or (op is not None and op not in _OPS):
+        raise ValueError(f"tier/outcome/op {tier!r:.20}/{outcome!r:.20}/{op!r:.20}")
+    # every field checked above: construct without validating again (reading is the hot path)
+    return Result.model_construct(
+        name=name,
+        tier=_TIERS[tier],
+        outcome=_OUTCOMES[outcome],
+        value=_float(value, value_nan),
+        op=_OPS[op] if op is not None else None,
+        threshold=_float(threshold, threshold_nan),
+        unit=unit,
+        bound=bound,
+        message=message,
+        metric=metric,
+        evidence=data,
+        informational=informational,
+        schema_version=version,
     )
 
 
@@ -518,14 +563,22 @@ class Store:
 
     def _results(self, conn: Connection, pks: Sequence[int]) -> dict[int, list[Result]]:
         out: dict[int, list[Result]] = {pk: [] for pk in pks}
+        columns = [_RESULTS.c[name] for name in _RESULT_COLUMNS]
         for chunk in _chunks(list(pks)):
             query = (
-                sa.select(_RESULTS)
+                sa.select(*columns)
                 .where(_RESULTS.c.run_pk.in_(chunk))
                 .order_by(_RESULTS.c.run_pk, _RESULTS.c.position)
             )
-            for row in conn.execute(query):
-                out[row.run_pk].append(_result(row))
+            for row in conn.execute(query).all():
+                try:
+                    out[row[0]].append(_result(row))
+                except (ValueError, RecursionError) as exc:
+                    raise RlgateError(
+                        f"history database {self.shown}: a result row of run #{row[0]} was not "
+                        f"written by rlgate ({one_line(exc)[:120]})",
+                        hint="restore the database from a backup (docs/history.md)",
+                    ) from None
         return out
 
     def _recorded(self, conn: Connection, rows: Sequence[Any]) -> list[RecordedRun]:
@@ -574,6 +627,12 @@ class Store:
                     keep.append(row)
                 rows = keep
             return self._recorded(conn, rows)
+
+    def exists(self, run_id: str) -> bool:
+        """Whether ``run_id`` is recorded."""
+        with self._begin() as conn:
+            query = sa.select(_RUNS.c.id).where(_RUNS.c.run_id == run_id)
+            return conn.execute(query).first() is not None
 
     def run(self, run_id: str) -> RecordedRun:
         """One recorded run (raises RlgateError naming the database if there is none)."""
@@ -661,8 +720,14 @@ class Store:
                 for r in conn.execute(query)
             ]
 
-    def table(self, name: str, *, recipe: str | None = None) -> list[dict[str, Any]]:
-        """Rows of one table joined with their run's context, for export (plain values)."""
+    def table(
+        self, name: str, *, recipe: str | None = None
+    ) -> tuple[list[str], list[dict[str, Any]]]:
+        """One table's columns and rows, each with its run's context, for export.
+
+        ``name`` is ``runs``, ``results``, ``steps`` or ``swe``. Plain values: NaN restored
+        (the ``*_nan`` flags dropped), JSON columns as JSON text, times as aware UTC.
+        """
         tables = {"runs": _RUNS, "results": _RESULTS, "steps": _STEPS, "swe": _SWE}
         if name not in tables:
             raise RlgateError(f"no table {name!r} (one of {', '.join(tables)})")
@@ -677,15 +742,29 @@ class Store:
             _RUNS.c.label,
         ]
         if table is _RUNS:
-            query = sa.select(*[c for c in _RUNS.c if c.name != "id"])
+            columns = [c for c in _RUNS.c if c.name != "id"]
+            query = sa.select(*columns)
         else:
             own = [c for c in table.c if c.name not in ("id", "run_pk")]
-            query = sa.select(*context, *own).join(_RUNS, _RUNS.c.id == table.c.run_pk)
+            columns = [*context, *own]
+            query = sa.select(*columns).join(_RUNS, _RUNS.c.id == table.c.run_pk)
         if recipe is not None:
             query = query.where(_RUNS.c.recipe == recipe)
-        query = query.order_by(_RUNS.c.recorded_at, _RUNS.c.id)
+        order = [_RUNS.c.recorded_at, _RUNS.c.id]
+        order += [table.c.position] if table is _RESULTS else []
+        names = [c.name for c in columns if not c.name.endswith("_nan")]
+        rows = []
         with self._begin() as conn:
-            return [dict(row._mapping) for row in conn.execute(query)]
+            for row in conn.execute(query.order_by(*order)):
+                item = dict(row._mapping)
+                for key in [k for k in item if k.endswith("_nan")]:
+                    if item.pop(key):
+                        item[key.removesuffix("_nan")] = math.nan
+                for key in ("commits", "versions", "overrides"):
+                    if key in item:
+                        item[key] = json.dumps(item[key], sort_keys=True)
+                rows.append({k: item[k] for k in names})
+        return names, rows
 
 
 def open_store(url_or_path: str | os.PathLike[str] | None = None) -> Store:

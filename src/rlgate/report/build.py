@@ -59,6 +59,7 @@ from rlgate.report.verdict import (
     summarise_tiers,
     swe_evidence,
 )
+from rlgate.runs.metrics import RunMetrics
 
 __all__ = [
     "OUTPUT_FILES",
@@ -99,6 +100,10 @@ def _failing(blockers: Sequence[Blocker], tier: Tier) -> tuple[str, ...]:
     )
 
 
+def _paths(items: Sequence[str | os.PathLike[str] | RunMetrics]) -> list[str | os.PathLike[str]]:
+    return [p for p in items if not isinstance(p, RunMetrics)]
+
+
 def _load_runs(
     paths: Sequence[str | os.PathLike[str]],
 ) -> tuple[tuple[Path, RunDocument], ...]:
@@ -125,10 +130,12 @@ def _figures(
 ) -> tuple[list[Figure], list[str]]:
     from rlgate.report import plots
 
+    paths = [p for p in band_runs if not isinstance(p, RunMetrics)]
+    loaded = [p for p in band_runs if isinstance(p, RunMetrics)]  # e.g. promoted runs (--db)
     return plots.render_all(
         run=run,
         baseline=_metrics(baseline, "baseline", notes),
-        band_runs=[m for m in (_metrics(p, "band run", notes) for p in band_runs) if m],
+        band_runs=[*loaded, *(m for m in (_metrics(p, "band run", notes) for p in paths) if m)],
         band_alpha=facts.band_alpha if facts else 0.01,
         checks=run_docs[0][1].checks if run_docs else (),
         swe=swe_doc[1] if swe_doc else None,
@@ -165,7 +172,7 @@ def build_report(
     swe: str | os.PathLike[str] | None = None,
     recipe: str | os.PathLike[str] | None = None,
     baseline: str | os.PathLike[str] | None = None,
-    band_runs: Sequence[str | os.PathLike[str]] = (),
+    band_runs: Sequence[str | os.PathLike[str] | RunMetrics] = (),
     tokenizers: str | os.PathLike[str] | None = None,
     demo: bool = False,
     notes: Sequence[str] = (),
@@ -177,6 +184,7 @@ def build_report(
 ) -> ReleaseReport:
     """Read every input, decide, tell the story and (unless ``draw_plots`` is off) plot.
 
+    ``band_runs`` are run paths, or runs already read (a band from promoted runs, ``--db``).
     ``history``: recorded runs to triage against (the triage section and its trends,
     :mod:`rlgate.report.triage_section`; ``candidate`` is this report's own recorded context).
     """
@@ -214,7 +222,7 @@ def build_report(
         evidence, tiers, blockers, facts, run_docs, time, swe_doc, swe_ev, demo
     )
     given = [*junit, *runs, *([swe] if swe else []), *([recipe] if recipe else [])]
-    given += [*([baseline] if baseline else []), *band_runs]
+    given += [*([baseline] if baseline else []), *_paths(band_runs)]
     listed = [p for p in given if Path(p).is_file() or Path(p).is_dir()]
     return ReleaseReport(
         title=("DEMO — " if demo else "") + "rlgate release report",

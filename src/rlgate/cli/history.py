@@ -1,0 +1,415 @@
+"""``rlgate history record | show | export | promote | demote``, and the ``--db`` options.
+
+Part of the ``rlgate`` CLI (:mod:`rlgate.cli`): argument parsing and thin calls into
+:mod:`rlgate.history`; errors become exit codes in ``rlgate.cli.app._handle_errors``.
+``check-run``, ``swe compare`` and ``report`` take ``--db DB`` and the context options
+(:func:`add_record_options`) and record what they computed through :func:`record`.
+
+Nothing here imports SQLAlchemy: the store is imported when a command opens it, so every
+other command works without the ``[history]`` extra, and a history command without it
+exits 3 naming the extra (``rlgate.core.extras``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.validate import positive_int
+
+if TYPE_CHECKING:
+    from rlgate.core.results import Result
+    from rlgate.history.ingest import Facts
+    from rlgate.history.model import RunContext, SweInstanceRow
+    from rlgate.history.store import Store
+
+__all__ = [
+    "add_history",
+    "add_record_options",
+    "context_for",
+    "manifest_facts",
+    "open_db",
+    "recipe_facts",
+    "record",
+    "refuse_recorded",
+]
+
+_DB_HELP = (
+    "history database: an SQLite file or postgresql://user@host:port/db "
+    "(default: $RLGATE_DB, else $XDG_DATA_HOME/rlgate/history.db)"
+)
+_RECORD_DB_HELP = (
+    "also record this command's results in this history database (an SQLite file, created "
+    "if absent, or postgresql://...; docs/history.md)"
+)
+
+
+def add_record_options(parser: argparse.ArgumentParser, *, db_required: bool = False) -> None:
+    """``--db`` and the options that say what a recorded run was (docs/history.md)."""
+    group = parser.add_argument_group("history (with --db)")
+    group.add_argument(
+        "--db",
+        metavar="DB",
+        required=db_required,
+        help=_DB_HELP if db_required else _RECORD_DB_HELP,
+    )
+    group.add_argument(
+        "--run-id",
+        help="the id this run is recorded under (default: the run manifest's run name, else "
+        "<recipe>@<nightly id>, else <recipe>@<input name>-<hash of its path>)",
+    )
+    group.add_argument("--nightly-id", help="the nightly this run belongs to (groups runs)")
+    group.add_argument("--branch", help="the branch the code came from (e.g. main)")
+    group.add_argument(
+        "--commit",
+        action="append",
+        default=[],
+        metavar="NAME=SHA",
+        help="a checkout's commit: nemo_rl=..., nemo_gym=..., rlgate=... (repeatable; "
+        "default: the run manifest's)",
+    )
+    group.add_argument(
+        "--hardware",
+        help="the machine type (runs share a band only on the same hardware; default: the "
+        "cluster shape, e.g. 64n4g)",
+    )
+    group.add_argument("--label", help="a label for generated data (DEMO)")
+
+
+def open_db(target: str | None) -> Store:
+    """Open the history database (importing the store only now)."""
+    from rlgate.history.store import open_store
+
+    return open_store(target)
+
+
+def _sha8(*paths: str | os.PathLike[str]) -> str:
+    text = "\n".join(os.path.abspath(p) for p in paths)
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def manifest_facts(run: str | os.PathLike[str] | None) -> Facts:
+    """What the ``rlgate launch`` manifest of the run directory holding ``run`` says.
+
+    The manifest is looked for in ``run`` and the three folders above it, and used when it
+    describes a run directory that holds ``run``; a manifest that cannot be read is named
+    in a warning and left out (the options give the facts instead).
+    """
+    from rlgate.history.ingest import Facts
+    from rlgate.launch.manifest import MANIFEST_NAME, load_manifest
+
+    if run is None:
+        return Facts()
+    start = Path(run).resolve()
+    for folder in [start, *start.parents][:4]:
+        if not (folder / MANIFEST_NAME).is_file():
+            continue
+        try:
+            manifest = load_manifest(folder)
+        except RlgateError as exc:
+            print(
+                f"rlgate: warning: ignoring {folder / MANIFEST_NAME}: {exc.message}",
+                file=sys.stderr,
+            )
+            return Facts()
+        commits = {
+            name: info.commit
+            for name, info in (("nemo_rl", manifest.nemo_rl), ("nemo_gym", manifest.gym))
+            if info.commit and info.commit != "unknown"
+        }
+        return Facts(
+            recipe=manifest.recipe.name,
+            recipe_sha256=manifest.recipe.sha256,
+            run_id=manifest.run_name,
+            hardware=f"{manifest.nodes}n{manifest.gpus_per_node}g",
+            commits=commits,
+            versions=dict(manifest.versions),
+            sources=[str(folder / MANIFEST_NAME)],
+        )
+    return Facts()
+
+
+def recipe_facts(recipe: str, overrides: Sequence[str] = ()) -> Facts:
+    """A recipe's name and content hash and, for a recipe file, its cluster shape (hardware).
+
+    The hardware a run is recorded on defaults to the recipe's cluster shape as NeMo RL
+    reads it (``cluster.num_nodes`` x ``cluster.gpus_per_node``, e.g. ``64n4g``), the same
+    for ``check-run --db``, ``history record --recipe`` and ``report --db``.
+    """
+    from rlgate.history.ingest import Facts, recipe_identity
+
+    name, sha = recipe_identity(recipe)
+    if sha is None:  # a bare name
+        return Facts(recipe=name)
+    from rlgate.recipe.load import load_recipe
+
+    loaded = load_recipe(recipe, overrides)
+    cluster = loaded.facts.cluster
+    shape = None
+    if cluster.num_nodes is not None and cluster.gpus_per_node is not None:
+        shape = f"{cluster.num_nodes}n{cluster.gpus_per_node}g"
+    return Facts(recipe=loaded.name, recipe_sha256=sha, hardware=shape)
+
+
+def context_for(
+    args: argparse.Namespace,
+    facts: Facts,
+    *,
+    default_recipe: str,
+    inputs: Sequence[str | os.PathLike[str]],
+    overrides: Sequence[str] = (),
+) -> RunContext:
+    """The recorded run's context: the options, then ``facts``, then the defaults."""
+    from rlgate.core.versions import tested_versions
+    from rlgate.history.ingest import make_context, parse_pairs
+
+    recipe = facts.recipe or default_recipe
+    nightly = args.nightly_id
+    if args.run_id:
+        run_id = args.run_id
+    elif facts.run_id:
+        run_id = facts.run_id
+    elif nightly:
+        run_id = f"{recipe}@{nightly}"
+    else:
+        first = Path(inputs[0]).name if inputs else "run"
+        run_id = f"{recipe}@{first}-{_sha8(*inputs)}"
+    versions = facts.versions or {k: v for k, v in tested_versions().items() if v != "absent"}
+    return make_context(
+        run_id=run_id,
+        recipe=recipe,
+        recipe_sha256=facts.recipe_sha256,
+        branch=args.branch,
+        commits={**facts.commits, **parse_pairs(args.commit, "--commit")},
+        versions=versions,
+        hardware=args.hardware or facts.hardware,
+        nightly_id=nightly,
+        label=args.label,
+        overrides=tuple(overrides) or facts.overrides,
+        source=" ".join(str(s) for s in [*inputs, *facts.sources]) or None,
+    )
+
+
+def refuse_recorded(store: Store, context: RunContext) -> None:
+    """Before any work: a run id already in the database is refused (exit 2)."""
+    if store.exists(context.run_id):
+        raise RlgateError(
+            f"run {context.run_id!r} is already recorded in {store.shown}; nothing was run",
+            hint="give this recording another --run-id (a recorded run is never replaced)",
+        )
+
+
+def record(
+    store: Store,
+    context: RunContext,
+    results: Sequence[Result],
+    steps: dict[str, list[tuple[int, float]]] | None = None,
+    swe: Sequence[SweInstanceRow] = (),
+) -> None:
+    """Record one run and say what was recorded where."""
+    from rlgate.history.ingest import summary
+
+    store.record(context, results, steps or {}, swe)
+    print(
+        f"history: recorded run {context.run_id} (recipe {context.recipe}"
+        + (f", nightly {context.nightly_id}" if context.nightly_id else "")
+        + f") in {store.shown}: {summary(results, steps or {}, swe)}"
+    )
+
+
+# --- rlgate history ----------------------------------------------------------------------------
+
+_HISTORY_DOC = (
+    "The nightly history (docs/history.md). Exit codes: 0 done, 2 bad input (a bad database "
+    "path or URL, a file that is not a history database, a run id that does not exist), 3 the "
+    "database server cannot be reached or the [history] extra is not installed."
+)
+
+
+def add_history(sub: argparse._SubParsersAction) -> None:
+    """Register ``rlgate history``."""
+    p = sub.add_parser("history", help="record, show, export and promote runs (nightly history)",
+                       description=_HISTORY_DOC)  # fmt: skip
+    hsub = p.add_subparsers(dest="history_command", required=True, metavar="ACTION")
+
+    r = hsub.add_parser(
+        "record",
+        help="record results (JUnit, check-run/swe JSON), a run's per-step metrics, SWE outcomes",
+        description="Record one run: the Results of the JUnit files and JSON documents given, "
+        "the per-step metrics of --run-dir and the per-instance outcomes of --swe-run, in one "
+        "transaction. " + _HISTORY_DOC,
+    )
+    r.add_argument("--junit", nargs="+", default=[], metavar="FILE", help="JUnit XML of any tier")
+    r.add_argument("--run-json", nargs="+", default=[], metavar="FILE", help="check-run --json")
+    r.add_argument("--swe-json", metavar="FILE", help="swe compare --json (its criteria)")
+    r.add_argument("--run-dir", metavar="RUN", help="a run (log dir, metrics.json, MLPerf log): "
+                   "its per-step metrics, and its launch manifest if any")  # fmt: skip
+    r.add_argument(
+        "--swe-run",
+        action="append",
+        default=[],
+        metavar="MODEL=PATH",
+        help="a SWE-bench result (final report, log dir, per-instance map, Gym rollouts) of "
+        "MODEL: its per-instance outcomes (repeatable)",
+    )
+    dataset = os.environ.get("RLGATE_SWE_DATASET", "SWE-bench/SWE-bench_Verified")
+    r.add_argument("--dataset", default=dataset, help="the SWE-bench dataset of --swe-run")
+    r.add_argument("--recipe", help="the recipe (a file: its name and content hash; or a name)")
+    r.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="NeMo RL override the run was judged with (repeatable)")  # fmt: skip
+    add_record_options(r)
+    r.set_defaults(func=_cmd_record)
+
+    s = hsub.add_parser("show", help="trends of a recipe's checks over its recorded runs",
+                        description=_HISTORY_DOC)  # fmt: skip
+    s.add_argument("recipe", metavar="RECIPE", help="recipe name (its file stem)")
+    s.add_argument("--check", help="one check's values, bound and message run by run")
+    s.add_argument("--last", type=positive_int, default=20, help="nightlies shown (default 20)")
+    s.add_argument("--branch", help="only runs of this branch")
+    s.add_argument("--db", metavar="DB", help=_DB_HELP)
+    s.set_defaults(func=_cmd_show)
+
+    e = hsub.add_parser("export", help="write a table as CSV or Parquet (for notebooks)",
+                        description=_HISTORY_DOC)  # fmt: skip
+    e.add_argument("out", metavar="OUT", help="output file (.csv or .parquet)")
+    e.add_argument("--table", choices=["results", "runs", "steps", "swe"], default="results")
+    e.add_argument("--format", choices=["csv", "parquet"], help="default: from OUT's suffix")
+    e.add_argument("--recipe", help="only runs of this recipe")
+    e.add_argument("--db", metavar="DB", help=_DB_HELP)
+    e.set_defaults(func=_cmd_export)
+
+    for name, helptext in (
+        ("promote", "mark a run as good: its per-step metrics join its recipe's reference band"),
+        ("demote", "take a run out of its recipe's reference band"),
+    ):
+        q = hsub.add_parser(name, help=helptext, description=_HISTORY_DOC)
+        q.add_argument("run_id", metavar="RUN_ID")
+        q.add_argument("--db", metavar="DB", help=_DB_HELP)
+        if name == "promote":
+            q.add_argument("--force", action="store_true", help="promote a run that failed a check")
+        q.set_defaults(func=_cmd_promote if name == "promote" else _cmd_demote)
+
+
+def _cmd_record(args: argparse.Namespace) -> int:
+    from rlgate.history.ingest import Facts, read_junit_results, steps_of, swe_rows
+
+    if not (args.junit or args.run_json or args.swe_json or args.run_dir or args.swe_run):
+        raise RlgateError(
+            "history record: nothing to record",
+            hint="give --junit, --run-json, --swe-json, --run-dir and/or --swe-run",
+        )
+    store = open_db(args.db)
+    facts = Facts()
+    if args.recipe:
+        facts = recipe_facts(args.recipe, args.override)
+    results: list[Result] = []
+    inputs: list[str] = []
+    if args.junit:
+        junit = read_junit_results(args.junit)
+        results += junit.results
+        facts = facts.merge(junit.facts)
+        inputs += args.junit
+    if args.run_json:
+        from rlgate.report.inputs import load_run_doc
+
+        for path in args.run_json:
+            doc = load_run_doc(path)
+            results += [*doc.checks, *doc.skipped]
+            facts = facts.merge(Facts(recipe=doc.recipe))
+        inputs += args.run_json
+    if args.swe_json:
+        from rlgate.report.inputs import load_swe_doc
+
+        results += load_swe_doc(args.swe_json).criteria
+        inputs.append(args.swe_json)
+    steps = None
+    if args.run_dir:
+        from rlgate.runs.metrics import load_run
+
+        # the recipe given wins over the manifest's, the launched shape over the recipe's
+        given = Facts(recipe=facts.recipe, recipe_sha256=facts.recipe_sha256)
+        facts = given.merge(manifest_facts(args.run_dir)).merge(facts)
+        steps = steps_of(load_run(args.run_dir))
+        inputs.append(args.run_dir)
+    swe: list[SweInstanceRow] = []
+    if args.swe_run:
+        from rlgate.history.ingest import parse_pairs
+        from rlgate.swe.readers import load_arm
+        from rlgate.swe.records import load_universe
+
+        pairs = [(item, parse_pairs([item], "--swe-run")) for item in args.swe_run]
+        universe = load_universe(args.dataset)
+        for _, pair in pairs:
+            [(model, path)] = pair.items()
+            swe += swe_rows(load_arm(model, [path], universe), model)
+            inputs.append(path)
+    if not facts.recipe:
+        raise RlgateError(
+            "history record: which recipe is this? none of the inputs names one",
+            hint="give --recipe RECIPE.yaml (or its name)",
+        )
+    context = context_for(args, facts, default_recipe="", inputs=inputs, overrides=args.override)
+    with store:
+        record(store, context, results, steps, swe)
+    return ExitCode.OK
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from rlgate.history.show import render_history
+
+    with open_db(args.db) as store:
+        runs = store.runs(recipe=args.recipe, branch=args.branch, last=args.last)
+        if not runs:
+            recipes = sorted({r.context.recipe for r in store.runs(last=200)})
+            raise RlgateError(
+                f"no runs of recipe {args.recipe!r}"
+                + (f" on branch {args.branch!r}" if args.branch else "")
+                + f" in {store.shown}",
+                hint=f"recorded recipes: {', '.join(recipes[:10]) or 'none'}",
+            )
+        print(render_history(runs, args.recipe, check=args.check, shown=store.shown), end="")
+    return ExitCode.OK
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from rlgate.history.export import export_table
+
+    fmt = args.format or {".csv": "csv", ".parquet": "parquet"}.get(Path(args.out).suffix.lower())
+    if fmt is None:
+        raise RlgateError(
+            f"export {args.out}: say the format (--format csv|parquet) or name a .csv/.parquet file"
+        )
+    with open_db(args.db) as store:
+        rows = export_table(store, args.table, args.out, fmt=fmt, recipe=args.recipe)
+    print(f"exported {rows} {args.table} rows to {args.out} ({fmt})")
+    return ExitCode.OK
+
+
+def _band_line(store: Store, run: Any) -> str:
+    context = run.context
+    n = len(store.promoted(context.recipe, context.hardware, overrides=list(context.overrides)))
+    where = f" on {context.hardware}" if context.hardware else ""
+    return (
+        f"the band of {context.recipe}{where} now holds {n} promoted run(s) (its minimum is the "
+        "recipe's rlgate.band.min_runs, 5 by default)"
+    )
+
+
+def _cmd_promote(args: argparse.Namespace) -> int:
+    with open_db(args.db) as store:
+        run = store.promote(args.run_id, force=args.force)
+        print(f"promoted {args.run_id}: {_band_line(store, run)}")
+    return ExitCode.OK
+
+
+def _cmd_demote(args: argparse.Namespace) -> int:
+    with open_db(args.db) as store:
+        store.demote(args.run_id)
+        print(f"demoted {args.run_id}: {_band_line(store, store.run(args.run_id))}")
+    return ExitCode.OK

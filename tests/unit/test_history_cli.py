@@ -1,0 +1,381 @@
+"""``rlgate history record | show | export | promote | demote`` and ``--db`` on the commands.
+
+Inputs are what the real commands write (check-run's JUnit and JSON over the MLPerf runs,
+swe compare over SWE-bench Verified); every bad input is exit 2 with one message, never a
+traceback, and leaves the database and the inputs as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("sqlalchemy", reason="the [history] extra is not installed")
+
+from rlgate.cli.app import main
+from rlgate.core.junit import read_junit
+from rlgate.history.store import open_store
+
+from . import helpers
+from .helpers import swe_inputs as si
+from .helpers.history_inputs import BACKENDS, database, same_results
+from .helpers.mlperf_runs import RECIPE, mlperf_path
+
+RECIPE_NAME = RECIPE.stem
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error(err: str) -> str:
+    assert "Traceback" not in err and err.count("rlgate: error:") == 1, err
+    return err
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory) -> dict[str, Path]:
+    """check-run's real JUnit and JSON for two MLPerf GBS-256 runs (seed 2 baseline)."""
+    root = tmp_path_factory.mktemp("checked")
+    out = {}
+    for seed in (1, 3):
+        junit, doc = root / f"s{seed}.xml", root / f"s{seed}.json"
+        assert (
+            main(
+                [
+                    "check-run",
+                    str(mlperf_path(256, seed)),
+                    "--recipe",
+                    str(RECIPE),
+                    "--baseline",
+                    str(mlperf_path(256, 2)),
+                    "--junit",
+                    str(junit),
+                    "--json",
+                    str(doc),
+                ]
+            )
+            == 0
+        )
+        out[f"junit{seed}"], out[f"json{seed}"] = junit, doc
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_record_show_export_round_trip(
+    backend: str, checked, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = database(backend, tmp_path)
+    for seed, night in ((1, "2026-03-01"), (3, "2026-03-02")):
+        code, out, err = run(
+            [
+                "history",
+                "record",
+                "--db",
+                db,
+                "--junit",
+                str(checked[f"junit{seed}"]),
+                "--run-dir",
+                str(mlperf_path(256, seed)),
+                "--nightly-id",
+                night,
+                "--branch",
+                "main",
+                "--commit",
+                "nemo_rl=7ea279a",
+                "--commit",
+                "nemo_gym=0.7.0",
+                "--recipe",
+                str(RECIPE),
+            ],
+            capsys,
+        )
+        assert code == 0, err
+        assert f"recorded run {RECIPE_NAME}@{night} (recipe {RECIPE_NAME}, nightly {night})" in out
+    expected = [c.result for s in read_junit(checked["junit3"]) for c in s.cases]
+    with open_store(db) as store:
+        newest = store.runs(recipe=RECIPE_NAME)[0]
+        assert same_results(newest.results, expected)
+        assert newest.context.commits == {"nemo_rl": "7ea279a", "nemo_gym": "0.7.0"}
+        assert newest.context.hardware == "64n4g" and len(newest.context.recipe_sha256) == 64
+        assert newest.context.versions["rlgate"]  # the JUnit's rlgate.version.* properties
+        assert "train/reward" in store.steps(newest.context.run_id)
+
+    code, out, err = run(["history", "show", RECIPE_NAME, "--db", db], capsys)
+    assert code == 0, err
+    assert f"{RECIPE_NAME}@2026-03-01 / 2026-03-01 / main / nemo_gym=0.7.0 nemo_rl=7ea279a" in out
+    assert "  completion" in out and "reward_improvement" in out
+    perf = next(line for line in out.splitlines() if "perf:timing/train/total_step_time" in line)
+    assert perf.split()[1] == ".."  # passed in both nightlies
+    code, out, err = run(
+        ["history", "show", RECIPE_NAME, "--db", db, "--check", "completion", "--last", "1"],
+        capsys,
+    )
+    assert code == 0 and "1 run(s)" in out and "check completion:" in out
+    assert "  1  PASS" in out and "2026-03-02" in out and "2026-03-01" not in out
+
+    csv, parquet = tmp_path / "r.csv", tmp_path / "r.parquet"
+    code, out, err = run(["history", "export", str(csv), "--db", db], capsys)
+    assert code == 0 and f"exported {2 * len(expected)} results rows" in out
+    code, out, err = run(
+        ["history", "export", str(parquet), "--db", db, "--table", "steps"], capsys
+    )
+    assert code == 0, err
+    text = pa_csv.ConvertOptions(column_types={"nightly_id": pa.string()})
+    rows = pa_csv.read_csv(csv, convert_options=text).to_pylist()
+    mine = [r for r in rows if r["nightly_id"] == "2026-03-02"]
+    assert [r["name"] for r in mine] == [r.name for r in expected]
+    assert [r["outcome"] for r in mine] == [r.outcome.value for r in expected]
+    steps = pq.read_table(parquet).to_pylist()
+    with open_store(db) as store:
+        reward = store.steps(f"{RECIPE_NAME}@2026-03-02")["train/reward"]
+    exported = [
+        (r["step"], r["value"])
+        for r in steps
+        if r["nightly_id"] == "2026-03-02" and r["tag"] == "train/reward"
+    ]
+    assert exported == reward
+
+
+def test_check_run_and_swe_compare_record_as_they_go(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "h.db")
+    code, out, err = run(
+        [
+            "check-run",
+            str(mlperf_path(256, 1)),
+            "--recipe",
+            str(RECIPE),
+            "--db",
+            db,
+            "--nightly-id",
+            "n1",
+            "--json",
+            str(tmp_path / "c.json"),
+        ],
+        capsys,
+    )
+    # the recipe's band has no static runs: with --db it is built from promoted runs, and
+    # none is promoted yet, so its checks are errors (without --db they are skipped)
+    assert code == 1, err
+    assert "ERROR band_curve:train/reward" in out and "got 0 (0 promoted run(s)" in out
+    assert f"history: recorded run {RECIPE_NAME}@n1" in out
+    doc = json.loads((tmp_path / "c.json").read_text())
+    with open_store(db) as store:
+        [run_] = store.runs()
+        assert [r.name for r in run_.results] == [c["name"] for c in doc["checks"] + doc["skipped"]]
+        assert run_.context.source.startswith(str(mlperf_path(256, 1)))
+        assert store.steps(run_.context.run_id)["train/loss"]
+
+    from .helpers.history_inputs import swe_case
+
+    case = swe_case()
+    before = [run.label for run in case.before.runs]
+    after = [run.label for run in case.after.runs]
+    compare = [
+        "swe",
+        "compare",
+        "--before",
+        *before,
+        "--after",
+        *after,
+        "--dataset",
+        str(si.DATASET),
+        "--resamples",
+        "1000",
+        "--db",
+        db,
+        "--nightly-id",
+        "n1",
+    ]
+    code, out, err = run(compare, capsys)
+    assert code == 2 and "give --before-model and --after-model" in one_error(err)
+    code, out, err = run([*compare, "--before-model", "base", "--after-model", "rl"], capsys)
+    assert code in (0, 1), err
+    assert "history: recorded run swe_gate@n1" in out and "2000 SWE instance outcomes" in out
+    with open_store(db) as store:
+        swe = store.run("swe_gate@n1")
+        assert [r.name for r in swe.results] == [r.name for r in case.comparison.criteria]
+        rows = store.swe_instances(model="base")
+    assert len(rows) == 1000 and {r.swe_run for r in rows} == set(before)
+
+
+class TestUntrustedInput:
+    def test_a_file_that_is_not_a_database_is_exit_two_and_left_alone(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        bogus = tmp_path / "notes.txt"
+        bogus.write_text("my notes\n")
+        for args in (
+            ["history", "show", "x", "--db", str(bogus)],
+            ["history", "promote", "x", "--db", str(bogus)],
+            ["check-run", str(mlperf_path(256, 1)), "--recipe", str(RECIPE), "--db", str(bogus)],
+        ):
+            code, out, err = run(args, capsys)
+            assert code == 2 and "is not an SQLite database" in one_error(err), args
+            assert not out  # stopped before any work
+        assert bogus.read_text() == "my notes\n"
+
+    @pytest.mark.parametrize(
+        ("db", "message"),
+        [
+            ("mysql://me:pw@host/db", "unsupported database 'mysql'"),
+            ("postgresql://me:pw@host:port/db", "cannot be parsed"),
+            ("{tmp}", "is a directory"),
+            ("{tmp}/no/such/h.db", "does not exist"),
+        ],
+    )
+    def test_a_bad_database_path_or_url_is_exit_two(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], db: str, message: str
+    ) -> None:
+        code, _, err = run(["history", "show", "x", "--db", db.format(tmp=tmp_path)], capsys)
+        assert code == 2 and message in one_error(err) and ":pw@" not in err
+
+    def test_a_run_id_that_does_not_exist_is_exit_two(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        db = str(tmp_path / "h.db")
+        for action in ("promote", "demote"):
+            code, _, err = run(["history", action, "nightly-42", "--db", db], capsys)
+            assert code == 2
+            assert "no run 'nightly-42' in the history database" in one_error(err)
+        code, _, err = run(["history", "show", "no-such-recipe", "--db", db], capsys)
+        assert code == 2 and "no runs of recipe 'no-such-recipe'" in one_error(err)
+
+    def test_bad_context_values_are_named(
+        self, checked, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        db = str(tmp_path / "h.db")
+        base = ["history", "record", "--db", db, "--junit", str(checked["junit1"])]
+        code, _, err = run([*base, "--run-id", "a\x1b[31mb"], capsys)
+        assert code == 2 and "--run-id" in one_error(err) and "control character" in err
+        code, _, err = run([*base, "--commit", "nemo_rl"], capsys)
+        assert code == 2 and "--commit 'nemo_rl' is not KEY=VALUE" in one_error(err)
+        code, _, err = run(["history", "record", "--db", db], capsys)
+        assert code == 2 and "nothing to record" in one_error(err)
+        with open_store(db) as store:
+            assert store.runs() == []
+
+    def test_export_never_writes_over_the_database(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        db = tmp_path / "h.db"
+        with open_store(db):
+            pass
+        before = db.read_bytes()
+        code, _, err = run(
+            ["history", "export", str(db), "--db", str(db), "--format", "csv"], capsys
+        )
+        assert code == 2 and "one of the inputs" in one_error(err)
+        assert db.read_bytes() == before
+        code, _, err = run(["history", "export", str(tmp_path / "x.txt"), "--db", str(db)], capsys)
+        assert code == 2 and "--format csv|parquet" in one_error(err)
+
+
+def test_promote_refuses_a_failed_run_unless_forced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rlgate.testing.corpus import Fault
+
+    from .helpers.corpus_build import corpus
+
+    c, db = corpus(), str(tmp_path / "h.db")
+    code, out, _ = run(
+        [
+            "check-run",
+            str(c.runs[Fault.REWARD_FLAT]),
+            "--recipe",
+            str(c.recipe),
+            "--tier",
+            "convergence",
+            "--db",
+            db,
+            "--run-id",
+            "flat",
+        ],
+        capsys,
+    )
+    assert code == 1 and "recorded run flat" in out
+    code, _, err = run(["history", "promote", "flat", "--db", db], capsys)
+    assert code == 2 and "failed" in one_error(err) and "reward_improvement" in err
+    code, out, _ = run(["history", "promote", "flat", "--db", db, "--force"], capsys)
+    assert code == 0 and "now holds 1 promoted run(s)" in out
+
+
+def test_a_nan_value_is_exported_as_nan(tmp_path: Path, capsys) -> None:
+    from rlgate.testing.corpus import Fault
+
+    from .helpers.corpus_build import corpus
+
+    c, db = corpus(), str(tmp_path / "h.db")
+    args = [
+        "check-run",
+        str(c.runs[Fault.NAN_LOSS]),
+        "--recipe",
+        str(c.recipe),
+        "--tier",
+        "convergence",
+        "--db",
+        db,
+        "--run-id",
+        "nan",
+    ]
+    assert run(args, capsys)[0] == 1
+    out = tmp_path / "steps.parquet"
+    assert run(["history", "export", str(out), "--db", db, "--table", "steps"], capsys)[0] == 0
+    loss = [r["value"] for r in pq.read_table(out).to_pylist() if r["tag"] == "train/loss"]
+    assert any(math.isnan(v) for v in loss) and not any(v is None for v in loss)
+
+
+def test_without_the_history_extra_a_history_command_exits_three_naming_it(
+    tmp_path: Path,
+) -> None:
+    code = (
+        "import sys; sys.modules['sqlalchemy'] = None; from rlgate.cli.app import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(helpers.REPO_ROOT / "src")}
+    db = str(tmp_path / "h.db")
+    for args in (
+        ["history", "show", "x", "--db", db],
+        ["check-run", str(mlperf_path(256, 1)), "--recipe", str(RECIPE), "--db", db],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert proc.returncode == 3, proc.stderr
+        assert "'sqlalchemy', which is not installed" in proc.stderr
+        assert "pip install 'rlgate[history]'" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "check-run",
+            str(mlperf_path(256, 1)),
+            "--recipe",
+            str(RECIPE),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr  # without --db nothing needs the extra
+    assert not Path(db).exists()

@@ -120,3 +120,30 @@ class TestPages:
         assert "\x1b" not in html and "\x1b" not in md
         row = next(line for line in md.splitlines() if line.startswith("| ") and "onerror" in line)
         assert "](http" not in row and "\\|x\\|" in row and row.count(" | ") == 4
+
+
+class TestReportDb:
+    """`rlgate report --db`: the triage section from the database, then the run recorded."""
+
+    def test_report_db_triages_then_records_the_candidate(self, tmp_path, capsys) -> None:
+        from rlgate.cli.app import main
+        from rlgate.core.errors import ExitCode
+        from rlgate.history.store import open_store
+
+        db = str(tmp_path / "h.db")
+        with open_store(db) as store:
+            for run in history(fault_from=6):
+                store.record(run.context, run.results)
+        junit = candidate_junit(tmp_path / "c.xml", gate_results(Fault.STEP_TIME_UP))
+        out = tmp_path / "out"
+        args = ["report", "--junit", str(junit), "--db", db, "--branch", "pr-1", "--no-plots"]
+        code = main([*args, "--run-id", "pr-1-run", "--last", "5", "--out", str(out)])
+        assert code == ExitCode.FAIL, capsys.readouterr().err
+        doc = json.loads((out / "report.json").read_text())["triage"]
+        assert doc["window"] == ["n04", "n05", "n06", "n07", "n08"]
+        step = next(lb for lb in doc["candidate"] if lb["check"] == STEP)
+        assert step["label"] == "regression" and step["first_failing"] == "n06"
+        assert "main fails since n06" in (out / "report.md").read_text()
+        with open_store(db) as store:
+            (recorded,) = [r for r in store.runs() if r.context.run_id == "pr-1-run"]
+        assert recorded.context.branch == "pr-1"  # recorded after, never triaged as main

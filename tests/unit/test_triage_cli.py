@@ -217,3 +217,18 @@ def test_results_are_read_back_as_written(candidates) -> None:
     doc = load_candidate([candidates["slow_json"]])
     assert [(r, x.name) for r, x in junit] == [(r, x.name) for r, x in doc]
     assert all(isinstance(x, Result) for _, x in junit) and junit[0][0] == recipe_name()
+
+
+def test_nightly_id_leaves_the_candidates_own_nightly_out(tmp_path, candidates, capsys) -> None:
+    """A nightly that recorded itself first is not compared with itself."""
+    db = str(tmp_path / "h.db")
+    slow_from_6 = lambda k: gate_results(Fault.STEP_TIME_UP if k == 6 else Fault.HEALTHY)  # noqa: E731
+    record(db, nights(slow_from_6))
+    args = ["triage", "--candidate", str(candidates["slow_junit"]), "--db", db, "--json"]
+    assert main([*args, str(tmp_path / "a.json")]) == ExitCode.FAIL
+    assert main([*args, str(tmp_path / "b.json"), "--nightly-id", "n06"]) == ExitCode.FAIL
+    capsys.readouterr()
+    with_self = json.loads((tmp_path / "a.json").read_text())["labels"][0]
+    without = json.loads((tmp_path / "b.json").read_text())["labels"][0]
+    assert with_self["first_failing"] == "n06" and len(with_self["nightlies"]) == 6
+    assert without["first_failing"] == "candidate" and len(without["nightlies"]) == 5

@@ -56,6 +56,10 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--main-branch", default="main", help="the branch of reference (main)")
     p.add_argument(
+        "--nightly-id",
+        help="the candidate's own nightly, when it is recorded already: left out of the comparison",
+    )
+    p.add_argument(
         "--last",
         type=int_in(1, MAX_LAST),
         default=DEFAULT_LAST,
@@ -193,7 +197,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     from rlgate.cli.runs import _require_file_path
     from rlgate.core.io import write_json_atomic, write_text_atomic
     from rlgate.history.store import open_store
-    from rlgate.history.triage import triage
+    from rlgate.history.triage import triage, window
 
     for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
         _require_file_path(flag, out)
@@ -205,8 +209,11 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     nightlies: set[str] = set()
     with open_store(args.db) as store:
         for recipe, results in by_recipe.items():
-            history = store.runs(recipe=recipe, branch=args.main_branch, last=args.last)
-            nightlies |= {r.context.nightly_id or r.context.run_id for r in history}
+            history = store.runs(recipe=recipe, branch=args.main_branch, last=args.last + 1)
+            if args.nightly_id:  # the candidate's own nightly is not history
+                history = [r for r in history if r.context.nightly_id != args.nightly_id]
+            kept = window(history, main_branch=args.main_branch, last=args.last, recipe=recipe)
+            nightlies |= {nightly for nightly, _ in kept}
             labels += triage(
                 results,
                 history,

@@ -22,7 +22,9 @@ What runs, in about a minute on 2 cores:
 4. a **demo nightly history** (:mod:`rlgate.demo.history`): 30 generated main-branch
    nightlies labelled DEMO, gated by the same checks, with a regression, a flaky check and
    an infra failure planted, recorded in ``DIR/demo-inputs/history.db`` (SQLite, the
-   ``[history]`` extra) so the report shows its triage section and trends;
+   ``[history]`` extra) so the report shows its triage section and trends; the newest
+   nightly's Results also go to ``DIR/demo-inputs/latest-nightly.xml`` (try ``rlgate triage
+   --candidate`` on it with ``--db`` that file and ``--nightly-id DEMO-n30``);
 5. the report (:mod:`rlgate.report.build`), labelled DEMO in its title, sentence and plots.
 
 Invariants: generated inputs live in ``DIR/demo-inputs/``, which carries a marker and is
@@ -50,7 +52,12 @@ import numpy as np
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import write_json_atomic, write_text_atomic
 from rlgate.core.resources import FUNCTIONAL_TIER
-from rlgate.demo.history import DEMO_BRANCH, demo_history, record_demo_history
+from rlgate.demo.history import (
+    DEMO_BRANCH,
+    demo_history,
+    record_demo_history,
+    write_nightly_junit,
+)
 from rlgate.swe.records import VERIFIED_IDS_FILE
 
 if TYPE_CHECKING:
@@ -64,6 +71,7 @@ BUNDLED_INSTANCES = VERIFIED_IDS_FILE
 INPUTS = "demo-inputs"
 INPUTS_MARKER = ".rlgate-demo-inputs"
 HISTORY_DB = "history.db"  # the demo's nightly history (SQLite), in DIR/demo-inputs/
+LATEST_NIGHTLY = "latest-nightly.xml"  # its newest nightly's Results, as JUnit
 # The corpus recipe, named in NeMo RL's convention (its stem is the run's recipe id).
 DEMO_RECIPE = "grpo-qwen3.5-35ba3b-2n8g-megatron-async1off-gym-swe-demo"
 FUNCTIONAL_TIMEOUT_S = 900
@@ -321,6 +329,8 @@ def run_demo(
             inputs / "history", seed=seed, recipe=runs["recipe"], baseline=runs["baseline"]
         )
         history, recorded = record_demo_history(inputs / HISTORY_DB, generated)
+        latest = [r for r in generated if r.context.nightly_id == generated[-1].context.nightly_id]
+        write_nightly_junit(inputs / LATEST_NIGHTLY, latest)  # for `rlgate triage` to try
     except BaseException:
         if proc is not None:
             proc.kill()

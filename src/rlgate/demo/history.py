@@ -46,6 +46,7 @@ __all__ = [
     "demo_swe_comparison",
     "demo_swe_criteria",
     "record_demo_history",
+    "write_nightly_junit",
 ]
 
 DEMO_LABEL = "DEMO"
@@ -223,3 +224,19 @@ def record_demo_history(db: Path, runs: Sequence[RecordedRun]) -> tuple[list[Rec
         stored = store.runs(label=DEMO_LABEL)
     note = f"demo history: {len(runs)} DEMO runs of {len(runs) // 2} nightlies recorded in {db}"
     return stored, note
+
+
+def write_nightly_junit(path: Path, runs: Sequence[RecordedRun]) -> Path:
+    """One nightly's Results as JUnit (``rlgate.<tier>.<recipe>``, ``rlgate.recipe`` set)."""
+    from rlgate.core.io import write_text_atomic
+    from rlgate.core.junit import JunitCase, JunitSuite, write_junit
+
+    suites = []
+    for run in runs:
+        recipe = run.context.recipe
+        cases = [
+            JunitCase.of(r, classname=f"rlgate.{r.tier.value}.{recipe}", facts={"recipe": recipe})
+            for r in run.results
+        ]
+        suites.append(JunitSuite.of(run.context.run_id, cases))
+    return write_text_atomic(path, write_junit(suites))

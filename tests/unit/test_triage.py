@@ -206,6 +206,17 @@ class TestWindow:
         }
         assert set(labels_by_check(triage(slow(), history)).values()) == {Label.REGRESSION}
 
+    def test_checks_naming_no_recipe_meet_every_recipes_runs(self) -> None:
+        """The SWE criteria state no recipe: the candidate's context does not filter them."""
+        history = [nightly(k, swe_criteria(False), recipe="swe-runs") for k in range(1, 4)]
+        failing = [
+            r.model_copy(update={"evidence": without_cause(r)}) for r in swe_criteria(infra=True)
+        ]
+        labels = triage(failing, history, context=context_of(4))  # context recipe: grpo-corpus
+        assert set(labels_by_check(labels).values()) == {Label.REGRESSION}
+        narrowed = triage(failing, history, recipe=RECIPE, context=context_of(4))
+        assert set(labels_by_check(narrowed).values()) == {Label.UNKNOWN}
+
     def test_the_candidate_is_never_compared_with_itself_or_later_runs(self) -> None:
         history = [nightly(k, slow()) for k in range(1, 4)]
         history += [nightly(k, healthy()) for k in range(4, 8)]

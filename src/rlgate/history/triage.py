@@ -439,14 +439,14 @@ def triage(
         main_branch: the branch whose nightlies the candidate is compared with.
         last: how many of its nightlies.
         flaky_rate: flips per same-code transition from which a check is flaky.
-        recipe: the candidate's recipe (default: ``context.recipe``); only its runs count.
+        recipe: the candidate's recipe: only its runs count (None: every recipe's runs of
+            the same check, e.g. the SWE gate's criteria, which name no recipe).
         context: the candidate's own context, when it was recorded: its code (a rerun of
             the same code that passed makes the check flaky) and its time (later runs, its
-            nightly and itself are left out).
+            nightly and itself are left out). Its recipe is not a filter: ``recipe`` is.
     """
     if not 0.0 < flaky_rate <= 1.0:
         raise ValueError(f"flaky_rate must be in (0, 1], got {flaky_rate}")
-    recipe = recipe if recipe is not None else (context.recipe if context else None)
     per: dict[CheckKey, list[Result]] = defaultdict(list)
     for result in candidate:
         if not result.informational:

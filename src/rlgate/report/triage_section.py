@@ -132,13 +132,14 @@ def latest_nightly_labels(
     for run in runs:
         by_recipe[run.context.recipe].append(run)
     out = []
-    for recipe_runs in by_recipe.values():
+    for recipe, recipe_runs in by_recipe.items():
         results = [r for run in recipe_runs for r in run.results]
         out += triage(
             results,
             history,
             main_branch=main_branch,
             last=last,
+            recipe=recipe,
             context=min(recipe_runs, key=lambda r: r.context.recorded_at).context,
         )
     return nightly, out

@@ -212,9 +212,9 @@ class TestWindow:
         failing = [
             r.model_copy(update={"evidence": without_cause(r)}) for r in swe_criteria(infra=True)
         ]
-        labels = triage(failing, history, context=context_of(4))  # context recipe: grpo-corpus
+        labels = triage(failing, history, context=context_of(4, code="Z"))  # recipe grpo-corpus
         assert set(labels_by_check(labels).values()) == {Label.REGRESSION}
-        narrowed = triage(failing, history, recipe=RECIPE, context=context_of(4))
+        narrowed = triage(failing, history, recipe=RECIPE, context=context_of(4, code="Z"))
         assert set(labels_by_check(narrowed).values()) == {Label.UNKNOWN}
 
     def test_the_candidate_is_never_compared_with_itself_or_later_runs(self) -> None:

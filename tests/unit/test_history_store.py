@@ -185,6 +185,26 @@ class TestOneTransaction:
                 ]
         assert counts == [0, 0, 0]
 
+    def test_the_documented_retention_statement_deletes_old_runs_whole(self, db: str) -> None:
+        """docs/history.md "Retention": old unpromoted runs go, with all their rows."""
+        report = mlperf_gate(3)
+        steps = steps_of(report.inputs.run)
+        with open_store(db) as store:
+            for i, day in enumerate((T0 - timedelta(days=90), T0 - timedelta(days=80), T0)):
+                store.record(ctx(f"r{i}", recorded_at=day), report.results, steps)
+            store.promote("r1")
+            with store.engine.begin() as conn:
+                conn.execute(
+                    sa.text("DELETE FROM runs WHERE recorded_at < '2026-01-01' AND NOT promoted")
+                )
+                left = [
+                    conn.execute(sa.text(f"select count(*) from {t}")).scalar()
+                    for t in ("runs", "results", "step_metrics")
+                ]
+            assert [r.context.run_id for r in store.runs()] == ["r2", "r1"]
+        n_results, n_steps = len(report.results), sum(len(v) for v in steps.values())
+        assert left == [2, 2 * n_results, 2 * n_steps]
+
 
 class TestPromotion:
     def test_promote_demote_and_the_promoted_runs_of_a_recipe(self, db: str) -> None:

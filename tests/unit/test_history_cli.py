@@ -243,6 +243,13 @@ class TestUntrustedInput:
         code, _, err = run(["history", "show", "x", "--db", db.format(tmp=tmp_path)], capsys)
         assert code == 2 and message in one_error(err) and ":pw@" not in err
 
+    def test_an_empty_db_option_is_refused_not_ignored(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        args = ["check-run", str(mlperf_path(256, 1)), "--recipe", str(RECIPE), "--db", ""]
+        code, out, err = run(args, capsys)
+        assert code == 2 and "history database '' is empty" in one_error(err) and not out
+
     def test_a_run_id_that_does_not_exist_is_exit_two(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

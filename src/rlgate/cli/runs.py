@@ -85,7 +85,8 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
 
     for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
         _require_file_path(flag, out)
-    store = open_db(args.db) if args.db else None  # a bad database stops before any work
+    # a bad database (an empty --db too) stops before any work
+    store = open_db(args.db) if args.db is not None else None
     plan = load_plan(args.recipe, max_steps=args.max_steps, overrides=args.override)
     context = None
     if store is not None:

@@ -188,7 +188,7 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
 
 def _swe_history(args: argparse.Namespace) -> tuple[Any, Any]:
     """With --db: the open store and the run's context, checked before any work."""
-    if not args.db:
+    if args.db is None:
         return None, None
     missing = [f"--{arm}-model" for arm in ("before", "after") if not getattr(args, f"{arm}_model")]
     if missing:

@@ -386,3 +386,39 @@ def test_without_the_history_extra_a_history_command_exits_three_naming_it(
     )
     assert proc.returncode == 0, proc.stderr  # without --db nothing needs the extra
     assert not Path(db).exists()
+
+
+def test_check_run_reads_the_context_from_the_run_manifest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """launch (local, NeMo RL's layout, the stand-in driver) -> watch -> check-run --db."""
+    from rlgate.launch.manifest import load_manifest
+    from rlgate.launch.site import SiteConfig
+
+    from .helpers.launch_fixtures import ONE_NODE, STANDIN, TARGET, nemo_rl_checkout, swe_env
+
+    repo, nemo_rl, gym = nemo_rl_checkout(tmp_path)
+    site = tmp_path / "site.yaml"
+    site.write_text(SiteConfig(env=swe_env(tmp_path)).model_dump_json())
+    launch = ["launch", str(TARGET), *ONE_NODE, "--backend", "local", "--site", str(site),
+              "--entrypoint", " ".join(STANDIN), "--run-dir", str(tmp_path / "night-7"),
+              "--nemo-rl-dir", str(repo), "--no-check", "--steps", "20"]  # fmt: skip
+    assert main(launch) == 0
+    assert main(["watch", str(tmp_path / "night-7"), "--interval", "0.2"]) == 0
+    capsys.readouterr()
+    manifest = load_manifest(tmp_path / "night-7")
+    db = str(tmp_path / "h.db")
+    args = ["check-run", str(tmp_path / "night-7" / "logs"), "--recipe", str(TARGET),
+            *(a for o in ONE_NODE for a in ("--override", o)), "--tier", "convergence",
+            "--db", db, "--branch", "main"]  # fmt: skip
+    code, out, err = run(args, capsys)
+    assert code == 1, out + err  # the recipe's band: no promoted run yet (an ERROR)
+    assert "16 passed, 2 failed or errored" in out and "got 0 (0 promoted run(s)" in out
+    assert f"recorded run {manifest.run_name} (recipe {TARGET.stem})" in out
+    with open_store(db) as store:
+        context = store.run(manifest.run_name).context
+    assert context.commits == {"nemo_rl": nemo_rl, "nemo_gym": gym}
+    assert context.recipe_sha256 == manifest.recipe.sha256
+    assert context.hardware == f"1n{manifest.gpus_per_node}g" and context.branch == "main"
+    assert context.versions == manifest.versions
+    assert context.overrides == ONE_NODE

@@ -422,3 +422,39 @@ def test_check_run_reads_the_context_from_the_run_manifest(
     assert context.hardware == f"1n{manifest.gpus_per_node}g" and context.branch == "main"
     assert context.versions == manifest.versions
     assert context.overrides == ONE_NODE
+
+
+def test_record_takes_check_run_and_swe_json_and_swe_results(
+    checked, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from .helpers.history_inputs import swe_case
+
+    case = swe_case()
+    before = [run.label for run in case.before.runs]
+    after = [run.label for run in case.after.runs]
+    swe_json = tmp_path / "swe.json"
+    compare = ["swe", "compare", "--before", *before, "--after", *after, "--dataset",
+               str(si.DATASET), "--resamples", "1000", "--json", str(swe_json)]  # fmt: skip
+    assert run(compare, capsys)[0] in (0, 1)
+    db = str(tmp_path / "h.db")
+    code, out, err = run(
+        ["history", "record", "--db", db, "--run-json", str(checked["json3"]), "--swe-json",
+         str(swe_json), "--swe-run", f"rl={after[0]}", "--swe-run", f"rl={after[1]}",
+         "--dataset", str(si.DATASET), "--nightly-id", "n3"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "1000 SWE instance outcomes" in out  # 2 runs x 500 instances
+    doc = json.loads(checked["json3"].read_text())
+    criteria = json.loads(swe_json.read_text())["criteria"]
+    with open_store(db) as store:
+        recorded = store.run(f"{RECIPE_NAME}@n3")  # the recipe the run JSON names
+        rows = store.swe_instances(model="rl")
+    names = [c["name"] for c in doc["checks"] + doc["skipped"]] + [c["name"] for c in criteria]
+    assert [r.name for r in recorded.results] == names
+    assert {r.swe_run for r in rows} == set(after)
+    expected = {(r.label, iid): o.outcome for r in case.after.runs for iid, o in r.outcomes.items()}
+    assert {(r.swe_run, r.instance_id): r.outcome for r in rows} == expected
+    code, _, err = run(["history", "record", "--db", db, "--swe-run", "rl", "--dataset",
+                        str(si.DATASET), "--run-id", "x"], capsys)  # fmt: skip
+    assert code == 2 and "--swe-run 'rl' is not KEY=VALUE" in one_error(err)

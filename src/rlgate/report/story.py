@@ -147,8 +147,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def load_recipe_facts(path: str | os.PathLike[str]) -> RecipeFacts:
-    """Load a recipe (``rlgate.recipe.load.load_recipe``) and pick the facts the report states."""
-    from rlgate.recipe.load import load_recipe
+    """Load a recipe (``rlgate.checks.registry.load_recipe``); pick the facts the report states."""
+    from rlgate.checks.registry import load_recipe
 
     recipe = load_recipe(path)
     facts, gate = recipe.facts, recipe.gate

@@ -103,6 +103,7 @@ def _swe_summary(report: ReleaseReport, esc: Callable[[str], str]) -> list[str]:
             f"{esc(doc.test)} p = {doc.p_value:.3g} (α = {doc.alpha:g}{margin})",
             _flips(doc.lost, doc.gained, n, len(doc.before.runs) == len(doc.after.runs) == 1),
             f"dataset {esc(ds.source)} ({n} instances, sha256 {esc(sha)}); JSON {esc(str(path))}",
+            *_swe_flaky_reduced(report, esc),
         ]
     elif ev is not None:
         lines.append(f"No SWE JSON given; from the swe_gate JUnit: verdict {esc(ev.stated.value)}")
@@ -113,6 +114,55 @@ def _swe_summary(report: ReleaseReport, esc: Callable[[str], str]) -> list[str]:
         lines.append(f"instance set compared: {ev.universe()}{full}")
         lines += [f"CONTRADICTION: {esc(c)}" for c in ev.contradictions]
     return lines
+
+
+def _swe_flaky_reduced(report: ReleaseReport, esc: Callable[[str], str]) -> list[str]:
+    """The flaky instances and the ``--exclude`` comparison of the SWE JSON, if it has them."""
+    assert report.swe is not None
+    doc, ev, lines = report.swe[1], report.swe_evidence, []
+    if doc.flaky is not None and not doc.flaky.measured_arms:
+        lines.append("flaky instances: not measured (one run per arm)")
+    elif doc.flaky is not None:
+        ids = ", ".join(esc(i) for i in doc.flaky.ids[:5])
+        more = f" … (+{len(doc.flaky.ids) - 5} more)" if len(doc.flaky.ids) > 5 else ""
+        lines.append(
+            f"flaky instances (resolved in some runs of one arm, not in others): "
+            f"{doc.flaky.count}" + (f": {ids}{more}" if ids else "")
+        )
+    reduced = ev.reduced if ev is not None else None
+    if doc.reduced is not None and reduced is not None:
+        r, c = doc.reduced, doc.reduced.comparison
+        sets = ", ".join(f"{esc(x.label)} {x.count}" for x in r.sets)
+        lines.append(
+            f"reduced comparison (--exclude {esc(' '.join(r.exclude))}; shown, never decides): "
+            f"without {r.excluded_count} instances ({sets}), on {reduced.universe()}: verdict "
+            f"{c.verdict.value}, Δ {c.delta_pp:+.2f} pp, 95% CI [{c.ci95_pp[0]:+.2f}, "
+            f"{c.ci95_pp[1]:+.2f}] pp, p = {c.p_value:.3g}"
+        )
+        lines += [f"CONTRADICTION (reduced): {esc(x)}" for x in reduced.contradictions]
+    return lines
+
+
+def _swe_side_by_side(report: ReleaseReport) -> list[list[str]]:
+    """Rows of the full and the reduced comparison side by side (rlgate's numbers and words)."""
+    assert report.swe is not None and report.swe[1].reduced is not None
+    ev = report.swe_evidence
+    assert ev is not None and ev.reduced is not None
+    cols = []
+    for doc, e in ((report.swe[1], ev), (report.swe[1].reduced.comparison, ev.reduced)):
+        cols.append(
+            [
+                e.universe(),
+                str(doc.dataset.n_instances),
+                doc.verdict.value,
+                f"{doc.delta_pp:+.2f} pp",
+                f"[{doc.ci95_pp[0]:+.2f}, {doc.ci95_pp[1]:+.2f}] pp",
+                f"{doc.p_value:.3g}",
+                f"{100 * doc.before.rate:.1f}% → {100 * doc.after.rate:.1f}%",
+            ]
+        )
+    names = ["instance set", "instances", "verdict", "Δ", "95% CI", "p", "before → after"]
+    return [[_Md(x) for x in row] for row in zip(names, *cols, strict=True)]
 
 
 def _flips(lost: int, gained: int, n: int, single: bool) -> str:
@@ -248,6 +298,8 @@ def _md_sections(report: ReleaseReport) -> list[str]:
             for c in report.swe[1].criteria
         ]
         lines += _table(["criterion", "status", "message"], crit)
+        if report.swe[1].reduced is not None and report.swe_evidence is not None:
+            lines += _table(["", "full (the verdict)", "reduced"], _swe_side_by_side(report))
     lines += ['## <a id="runs"></a>Training runs', ""]
     for path, doc in report.runs:
         lines += [
@@ -407,6 +459,9 @@ def _html_rest(report: ReleaseReport) -> list[str]:
                 ([c.name, c.outcome.value.upper(), c.message] for c in report.swe[1].criteria),
             )
         )
+        if report.swe[1].reduced is not None and report.swe_evidence is not None:
+            head = ["", "full (the verdict)", "reduced"]
+            parts.append(_html_table(head, _swe_side_by_side(report)))
     parts.append('<h2 id="runs">Training runs</h2>')
     for path, doc in report.runs:
         parts.append(
@@ -495,6 +550,16 @@ def report_payload(report: ReleaseReport) -> dict[str, Any]:
             "instance_set": ev.instance_set.value,
             "n_instances": ev.n,
             "contradictions": list(ev.contradictions),
+            "reduced": None
+            if ev.reduced is None or report.swe is None or report.swe[1].reduced is None
+            else {
+                "stated_verdict": ev.reduced.stated.value,
+                "instance_set": ev.reduced.instance_set.value,
+                "n_instances": ev.reduced.n,
+                "excluded": report.swe[1].reduced.excluded_count,
+                "exclude": list(report.swe[1].reduced.exclude),
+                "contradictions": list(ev.reduced.contradictions),
+            },
         },
         "training_time_s": report.time.seconds if report.time else None,
         "figures": [f.key for f in report.figures],

@@ -330,7 +330,7 @@ def _reduced_clause(s: StoryInputs, esc: Escape) -> str:
     excluded = _plural(doc.excluded_count, "excluded instance")
     what = f"without {excluded} ({esc(', '.join(doc.exclude))})"
     if ev.contradictions:
-        return f"; {what} the comparison contradicts itself"
+        return f"; {what}, the reduced comparison contradicts itself"
     c = doc.comparison
     verdict = ev.stated.value.replace("_", " ")
     return f"; {what}: {verdict} on {ev.universe()}, Δ {c.delta_pp:+.1f} pp, {_p(c.p_value)}"

@@ -65,6 +65,15 @@ class TestFlakyRule:
         assert counts[by_case["resolved_then_unresolved"]] == (2, 3)
         assert counts[by_case["resolved_error_unresolved"]] == (1, 2)  # the error is not graded
 
+    def test_the_set_is_what_flips_says_of_each_instance(self, graded):
+        universe, before, after, _ = graded
+        flaky = find_flaky((before, after), universe.ids)
+        expected = {
+            i for i in universe.ids if flips(run.outcomes[i].outcome for run in before.runs)
+        }
+        assert set(flaky.ids) == expected
+        assert flaky.arms_by_id() == dict.fromkeys(expected, ("before",))
+
     def test_an_arm_with_one_run_is_not_measured_rather_than_clean(self, graded):
         universe, before, after, _ = graded
         flaky = find_flaky((before, after), universe.ids)

@@ -21,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import NDArray
+
 from rlgate.swe.records import INFRA_OUTCOMES, Outcome, SweArm
 
 __all__ = ["MIN_RUNS", "RULE", "Flakiness", "FlakyInstance", "find_flaky", "flips"]
@@ -70,23 +73,36 @@ class Flakiness:
         """Sorted ids flaky in ``arm``."""
         return tuple(sorted(f.instance_id for f in self.instances if f.arm == arm))
 
-    def arms_of(self, instance_id: str) -> tuple[str, ...]:
-        """The arms in which ``instance_id`` flipped."""
-        return tuple(f.arm for f in self.instances if f.instance_id == instance_id)
+    def arms_by_id(self) -> dict[str, tuple[str, ...]]:
+        """``{instance_id: arms in which it flipped}`` for the flaky instances."""
+        out: dict[str, tuple[str, ...]] = {}
+        for f in self.instances:
+            out[f.instance_id] = (*out.get(f.instance_id, ()), f.arm)
+        return out
+
+
+def _matrix(arm: SweArm, ids: Sequence[str], which: frozenset[Outcome]) -> NDArray[np.bool_]:
+    """A runs x ids mask: True where the run's outcome is one of ``which``."""
+    return np.vstack(
+        [
+            np.fromiter((run.outcomes[i].outcome in which for i in ids), dtype=bool, count=len(ids))
+            for run in arm.runs
+        ]
+    )
 
 
 def find_flaky(arms: Sequence[SweArm], ids: Sequence[str]) -> Flakiness:
-    """Apply :data:`RULE` to every instance of ``ids`` in every arm."""
+    """Apply :data:`RULE` (what :func:`flips` says of one instance) to every id in every arm."""
+    order = sorted(ids)
     measured, unmeasured, found = [], [], []
     for arm in arms:
         if len(arm.runs) < MIN_RUNS:
             unmeasured.append(arm.name)
             continue
         measured.append(arm.name)
-        for iid in sorted(ids):
-            outcomes = [run.outcomes[iid].outcome for run in arm.runs]
-            if flips(outcomes):
-                graded = [o for o in outcomes if o not in INFRA_OUTCOMES]
-                resolved = sum(o is Outcome.RESOLVED for o in graded)
-                found.append(FlakyInstance(iid, arm.name, resolved, len(graded)))
+        resolved = _matrix(arm, order, frozenset({Outcome.RESOLVED}))
+        graded = ~_matrix(arm, order, INFRA_OUTCOMES)
+        n_resolved, n_graded = resolved.sum(axis=0), graded.sum(axis=0)
+        for k in np.flatnonzero((n_resolved > 0) & (n_resolved < n_graded)):
+            found.append(FlakyInstance(order[k], arm.name, int(n_resolved[k]), int(n_graded[k])))
     return Flakiness(tuple(measured), tuple(unmeasured), tuple(found))

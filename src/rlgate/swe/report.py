@@ -274,7 +274,7 @@ def instance_results(c: SweComparison) -> list[Result]:
     ``value`` is the after arm's resolved share (mean over runs), ``threshold`` the before
     arm's: an instance passes when it is not lost (``>=``).
     """
-    out = []
+    out, flaky = [], c.flaky.arms_by_id()
     for i, iid in enumerate(c.universe.ids):
         repo = c.universe.repos[iid]
         before, after = float(c.before.instance_mean[i]), float(c.after.instance_mean[i])
@@ -313,7 +313,7 @@ def instance_results(c: SweComparison) -> list[Result]:
                     "before_outcomes": ",".join(o.outcome.value for o in b_out),
                     "after_outcomes": ",".join(o.outcome.value for o in a_out),
                     "flip": "gained" if after > before else "lost" if after < before else "none",
-                    **({"flaky": ",".join(arms)} if (arms := c.flaky.arms_of(iid)) else {}),
+                    **({"flaky": ",".join(flaky[iid])} if iid in flaky else {}),
                 },
                 informational="instance",
             )

@@ -5,6 +5,8 @@ test_cli_swe.py, with several seeds per arm drawn from a seeded simulation; the 
 report reads what `swe compare` wrote.
 """
 
+import contextlib
+import io
 import json
 
 import numpy as np
@@ -211,6 +213,22 @@ class TestKnownBrokenSideBySide:
         assert "excluded 0 of 40 instances: known-broken:nemo-skills 0 (of 11 listed)" in out
 
 
+@pytest.fixture(scope="module")
+def lossy(ids, tmp_path_factory):
+    """The trained model loses instances it only sometimes solves: a regression on the full
+    set (exit 1) that vanishes once the flaky instances are excluded."""
+    root = tmp_path_factory.mktemp("lossy")
+    rng = np.random.default_rng(SEED + 1)
+    base = rng.random(500) < 0.5
+    before = np.vstack([base] * 3)
+    after = np.vstack([base & (rng.random(500) > 0.15) for _ in range(3)])
+    b = _write_maps(root, ids, before, "before")
+    a = _write_maps(root, ids, after, "after")
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = _compare(root, b, a, "--exclude", "flaky")
+    return code, out.getvalue(), root
+
+
 class TestFlakyExclusion:
     def test_exclude_flaky_removes_exactly_the_flaky_instances(self, seeds, tmp_path):
         assert _compare(tmp_path, seeds["before"], seeds["after"], "--exclude", "flaky") == 0
@@ -220,22 +238,22 @@ class TestFlakyExclusion:
         assert reduced["comparison"]["dataset"]["n_instances"] == 500 - len(seeds["flaky"])
         assert reduced["comparison"]["flaky"]["count"] == 0
 
-    def test_the_verdict_and_exit_code_stay_the_full_comparisons(self, ids, tmp_path, capsys):
-        """The trained model loses instances it only sometimes solves: a regression on the
-        full set (exit 1) that vanishes once the flaky instances are excluded."""
-        rng = np.random.default_rng(SEED + 1)
-        base = rng.random(500) < 0.5
-        before = np.vstack([base] * 3)
-        after = np.vstack([base & (rng.random(500) > 0.15) for _ in range(3)])
-        b = _write_maps(tmp_path, ids, before, "before")
-        a = _write_maps(tmp_path, ids, after, "after")
-        code = _compare(tmp_path, b, a, "--exclude", "flaky")
-        doc = _doc(tmp_path)
+    def test_the_verdict_and_exit_code_stay_the_full_comparisons(self, lossy):
+        code, out, root = lossy
+        doc = _doc(root)
         assert doc["verdict"] == "regressed" and code == 1
         assert doc["reduced"]["comparison"]["verdict"] == "no_significant_change"
-        out = capsys.readouterr().out
         assert "SWE gate verdict: REGRESSED" in out
         assert "note: the reduced verdict (no_significant_change) differs from the full one " in out
+
+    def test_a_report_from_the_junit_alone_takes_the_full_verdict(self, lossy):
+        _, _, root = lossy
+        report = build_report([root / "out.xml"], draw_plots=False)
+        assert report.swe_evidence.stated.value == "regressed"
+        assert report.swe_evidence.instance_set.value == "swe-bench-verified"
+        assert report.verdict.value == "NO-GO"
+        reduced = [c for c in report.junit.cases if c.informational == "reduced"]
+        assert len(reduced) == 5 and not any(c.gating for c in reduced)
 
 
 def _one_error(capsys) -> str:

@@ -15,14 +15,13 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from rlgate.checks.perf import build_band, evaluate_band_curve, evaluate_band_mean
+from rlgate.checks.perf import Direction, build_band, evaluate_band_curve, evaluate_band_mean
 from rlgate.core.errors import ExitCode, InfraError, RlgateError
 from rlgate.core.results import Outcome
 from rlgate.history.ingest import make_context, steps_of, swe_rows
 from rlgate.history.model import RunContext
 from rlgate.history.schema import Base
 from rlgate.history.store import VERSION_TABLE, default_db_path, open_store
-from rlgate.recipe.spec import Direction
 from rlgate.runs.metrics import load_run
 from rlgate.swe.records import Outcome as SweOutcome
 from rlgate.testing.corpus import Fault

@@ -148,7 +148,7 @@ def recipe_facts(recipe: str, overrides: Sequence[str] = ()) -> Facts:
     name, sha = recipe_identity(recipe)
     if sha is None:  # a bare name
         return Facts(recipe=name)
-    from rlgate.recipe.load import load_recipe
+    from rlgate.checks.registry import load_recipe
 
     loaded = load_recipe(recipe, overrides)
     cluster = loaded.facts.cluster

@@ -63,7 +63,7 @@ def _report_history(args: argparse.Namespace) -> tuple[Any, Any, list[Any], list
 
     facts, band = Facts(), None
     if args.recipe:
-        from rlgate.recipe.load import load_recipe
+        from rlgate.checks.registry import load_recipe
 
         facts = recipe_facts(args.recipe)
         band = load_recipe(args.recipe).gate.band

@@ -455,10 +455,10 @@ def _cmd_bench_rollout(args: argparse.Namespace) -> int:
         prepare_bench,
         run_rollout_bench,
     )
+    from rlgate.checks.registry import load_recipe
     from rlgate.core.errors import MetricsError
     from rlgate.core.io import write_json_atomic
     from rlgate.core.results import Outcome
-    from rlgate.recipe.load import load_recipe
     from rlgate.serving.setup import serving_setup
 
     given = [args.recipe, *([args.baseline] if args.baseline else [])]

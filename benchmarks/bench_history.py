@@ -213,6 +213,8 @@ def main() -> None:
         print(f"open_store on a new SQLite file (schema created by Alembic): "
               f"{time.perf_counter() - start:.3f} s")  # fmt: skip
         store_s, plain_s = bench_sqlite(records, work)
+        size = (work / "store-0.db").stat().st_size
+        print(f"SQLite file after one nightly: {size / 2**20:.2f} MiB")
         print(
             f"SQLite (WAL, one transaction per run): Store.record {store_s:.3f} s; "
             f"baseline sqlite3 executemany of the same rows {plain_s:.3f} s; "

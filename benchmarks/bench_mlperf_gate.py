@@ -23,9 +23,9 @@ import itertools
 import os
 from pathlib import Path
 
+from rlgate.checks.kinds.band import BandSpec
 from rlgate.checks.plan import GateInputs, evaluate_check, load_plan, run_gate
 from rlgate.core.results import Outcome
-from rlgate.recipe.spec import BandSpec
 from rlgate.runs.metrics import load_mlperf_log
 from rlgate.testing.perturb import flatten_series, scale_series
 

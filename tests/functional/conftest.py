@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from rlgate.checks.registry import load_recipe
 from rlgate.core.resources import RECIPES
-from rlgate.recipe.load import functional_gate, load_recipe, recipe_files, recipe_tiers
+from rlgate.recipe.load import functional_gate, recipe_files, recipe_tiers
 from rlgate.serving.setup import ServingSetup, serving_setup
 
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 import pytest
 
 from rlgate.checks.recipe import check_recipe
+from rlgate.checks.registry import load_recipe
 from rlgate.checks.served import TOOL_CALL_IN_THINK_SHAPES, tool_call_in_reasoning
 from rlgate.core.resources import RECIPES
 from rlgate.recipe.findings import Severity
-from rlgate.recipe.load import functional_gate, load_recipe
+from rlgate.recipe.load import functional_gate
 from rlgate.serving.contiguity import Turn, model_output
 from rlgate.serving.parsers import ServedParsers
 from rlgate.serving.setup import serving_setup

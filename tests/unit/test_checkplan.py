@@ -18,10 +18,10 @@ from rlgate.checks.plan import (
     render_table,
     run_gate,
 )
+from rlgate.checks.registry import parse_gate
 from rlgate.core.errors import MetricsError, RecipeError
 from rlgate.core.results import Outcome, Tier
 from rlgate.recipe.facts import RunContext
-from rlgate.recipe.spec import parse_gate
 from rlgate.testing.corpus import Fault
 
 from .helpers.corpus_build import corpus

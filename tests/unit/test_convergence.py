@@ -12,17 +12,17 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 
-from rlgate.checks.convergence import (
-    evaluate_agentic,
-    evaluate_completion,
-    evaluate_finite,
-    evaluate_integrity,
+from rlgate.checks.kinds.agentic import AgenticSpec, evaluate_agentic, evaluate_finite
+from rlgate.checks.kinds.completion import CompletionSpec, evaluate_completion
+from rlgate.checks.kinds.integrity import evaluate_integrity
+from rlgate.checks.kinds.reward import (
+    RewardSpec,
+    RewardTest,
     evaluate_reward_improvement,
     evaluate_reward_positive,
 )
 from rlgate.core.results import Outcome
 from rlgate.recipe.facts import RunContext
-from rlgate.recipe.spec import AgenticSpec, CompletionSpec, RewardSpec, RewardTest
 from rlgate.runs.metrics import MetricSeries, RunMetrics, SourceKind, StepAnomaly
 from rlgate.testing.perturb import flatten_series
 

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from rlgate.checks.convergence import evaluate_completion
+from rlgate.checks.kinds.completion import CompletionSpec, evaluate_completion
 from rlgate.core.results import Outcome
 from rlgate.recipe.facts import RunContext
-from rlgate.recipe.spec import CompletionSpec
 from rlgate.runs.metrics import load_mlperf_log, load_run
 
 from .helpers.mlperf_runs import BATCH_SIZES, SEEDS, mlperf_path, mlperf_plan

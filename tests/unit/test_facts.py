@@ -14,13 +14,14 @@ import yaml
 
 from rlgate.bench.rollout import cluster_shape
 from rlgate.checks.plan import load_plan
+from rlgate.checks.registry import load_recipe
 from rlgate.cli.app import main
 from rlgate.core.errors import RecipeError
 from rlgate.launch.budget import evaluate_budget
 from rlgate.launch.manifest import Backend
 from rlgate.launch.plan import plan_launch
 from rlgate.recipe.facts import ClusterFacts, RunFacts, read_facts
-from rlgate.recipe.load import load_recipe, recipe_files
+from rlgate.recipe.load import recipe_files
 from rlgate.report.story import load_recipe_facts
 from rlgate.serving.gym import gym_servers
 from rlgate.serving.templates import tokenizer_model_id

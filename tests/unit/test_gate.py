@@ -7,11 +7,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rlgate.checks.kinds.band import BandMethod
+from rlgate.checks.kinds.reward import RewardTest
+from rlgate.checks.perf import Direction
+from rlgate.checks.registry import parse_gate
 from rlgate.core.errors import RecipeError
 from rlgate.recipe.conditions import Op, Reducer, StepIndex
 from rlgate.recipe.facts import context_from_config
 from rlgate.recipe.load import load_recipe
-from rlgate.recipe.spec import BandMethod, Direction, RewardTest, parse_gate
 
 from .helpers.mlperf_runs import RECIPE
 

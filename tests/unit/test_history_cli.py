@@ -243,6 +243,13 @@ class TestUntrustedInput:
         code, _, err = run(["history", "show", "x", "--db", db.format(tmp=tmp_path)], capsys)
         assert code == 2 and message in one_error(err) and ":pw@" not in err
 
+    def test_an_empty_db_option_is_refused_not_ignored(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        args = ["check-run", str(mlperf_path(256, 1)), "--recipe", str(RECIPE), "--db", ""]
+        code, out, err = run(args, capsys)
+        assert code == 2 and "history database '' is empty" in one_error(err) and not out
+
     def test_a_run_id_that_does_not_exist_is_exit_two(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -379,3 +386,75 @@ def test_without_the_history_extra_a_history_command_exits_three_naming_it(
     )
     assert proc.returncode == 0, proc.stderr  # without --db nothing needs the extra
     assert not Path(db).exists()
+
+
+def test_check_run_reads_the_context_from_the_run_manifest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """launch (local, NeMo RL's layout, the stand-in driver) -> watch -> check-run --db."""
+    from rlgate.launch.manifest import load_manifest
+    from rlgate.launch.site import SiteConfig
+
+    from .helpers.launch_fixtures import ONE_NODE, STANDIN, TARGET, nemo_rl_checkout, swe_env
+
+    repo, nemo_rl, gym = nemo_rl_checkout(tmp_path)
+    site = tmp_path / "site.yaml"
+    site.write_text(SiteConfig(env=swe_env(tmp_path)).model_dump_json())
+    launch = ["launch", str(TARGET), *ONE_NODE, "--backend", "local", "--site", str(site),
+              "--entrypoint", " ".join(STANDIN), "--run-dir", str(tmp_path / "night-7"),
+              "--nemo-rl-dir", str(repo), "--no-check", "--steps", "20"]  # fmt: skip
+    assert main(launch) == 0
+    assert main(["watch", str(tmp_path / "night-7"), "--interval", "0.2"]) == 0
+    capsys.readouterr()
+    manifest = load_manifest(tmp_path / "night-7")
+    db = str(tmp_path / "h.db")
+    args = ["check-run", str(tmp_path / "night-7" / "logs"), "--recipe", str(TARGET),
+            *(a for o in ONE_NODE for a in ("--override", o)), "--tier", "convergence",
+            "--db", db, "--branch", "main"]  # fmt: skip
+    code, out, err = run(args, capsys)
+    assert code == 1, out + err  # the recipe's band: no promoted run yet (an ERROR)
+    assert "16 passed, 2 failed or errored" in out and "got 0 (0 promoted run(s)" in out
+    assert f"recorded run {manifest.run_name} (recipe {TARGET.stem})" in out
+    with open_store(db) as store:
+        context = store.run(manifest.run_name).context
+    assert context.commits == {"nemo_rl": nemo_rl, "nemo_gym": gym}
+    assert context.recipe_sha256 == manifest.recipe.sha256
+    assert context.hardware == f"1n{manifest.gpus_per_node}g" and context.branch == "main"
+    assert context.versions == manifest.versions
+    assert context.overrides == ONE_NODE
+
+
+def test_record_takes_check_run_and_swe_json_and_swe_results(
+    checked, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from .helpers.history_inputs import swe_case
+
+    case = swe_case()
+    before = [run.label for run in case.before.runs]
+    after = [run.label for run in case.after.runs]
+    swe_json = tmp_path / "swe.json"
+    compare = ["swe", "compare", "--before", *before, "--after", *after, "--dataset",
+               str(si.DATASET), "--resamples", "1000", "--json", str(swe_json)]  # fmt: skip
+    assert run(compare, capsys)[0] in (0, 1)
+    db = str(tmp_path / "h.db")
+    code, out, err = run(
+        ["history", "record", "--db", db, "--run-json", str(checked["json3"]), "--swe-json",
+         str(swe_json), "--swe-run", f"rl={after[0]}", "--swe-run", f"rl={after[1]}",
+         "--dataset", str(si.DATASET), "--nightly-id", "n3"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "1000 SWE instance outcomes" in out  # 2 runs x 500 instances
+    doc = json.loads(checked["json3"].read_text())
+    criteria = json.loads(swe_json.read_text())["criteria"]
+    with open_store(db) as store:
+        recorded = store.run(f"{RECIPE_NAME}@n3")  # the recipe the run JSON names
+        rows = store.swe_instances(model="rl")
+    names = [c["name"] for c in doc["checks"] + doc["skipped"]] + [c["name"] for c in criteria]
+    assert [r.name for r in recorded.results] == names
+    assert {r.swe_run for r in rows} == set(after)
+    expected = {(r.label, iid): o.outcome for r in case.after.runs for iid, o in r.outcomes.items()}
+    assert {(r.swe_run, r.instance_id): r.outcome for r in rows} == expected
+    code, _, err = run(["history", "record", "--db", db, "--swe-run", "rl", "--dataset",
+                        str(si.DATASET), "--run-id", "x"], capsys)  # fmt: skip
+    assert code == 2 and "--swe-run 'rl' is not KEY=VALUE" in one_error(err)

@@ -15,14 +15,13 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from rlgate.checks.perf import build_band, evaluate_band_curve, evaluate_band_mean
+from rlgate.checks.perf import Direction, build_band, evaluate_band_curve, evaluate_band_mean
 from rlgate.core.errors import ExitCode, InfraError, RlgateError
 from rlgate.core.results import Outcome
 from rlgate.history.ingest import make_context, steps_of, swe_rows
 from rlgate.history.model import RunContext
 from rlgate.history.schema import Base
 from rlgate.history.store import VERSION_TABLE, default_db_path, open_store
-from rlgate.recipe.spec import Direction
 from rlgate.runs.metrics import load_run
 from rlgate.swe.records import Outcome as SweOutcome
 from rlgate.testing.corpus import Fault
@@ -184,6 +183,26 @@ class TestOneTransaction:
                     for t in ("runs", "results", "step_metrics")
                 ]
         assert counts == [0, 0, 0]
+
+    def test_the_documented_retention_statement_deletes_old_runs_whole(self, db: str) -> None:
+        """docs/history.md "Retention": old unpromoted runs go, with all their rows."""
+        report = mlperf_gate(3)
+        steps = steps_of(report.inputs.run)
+        with open_store(db) as store:
+            for i, day in enumerate((T0 - timedelta(days=90), T0 - timedelta(days=80), T0)):
+                store.record(ctx(f"r{i}", recorded_at=day), report.results, steps)
+            store.promote("r1")
+            with store.engine.begin() as conn:
+                conn.execute(
+                    sa.text("DELETE FROM runs WHERE recorded_at < '2026-01-01' AND NOT promoted")
+                )
+                left = [
+                    conn.execute(sa.text(f"select count(*) from {t}")).scalar()
+                    for t in ("runs", "results", "step_metrics")
+                ]
+            assert [r.context.run_id for r in store.runs()] == ["r2", "r1"]
+        n_results, n_steps = len(report.results), sum(len(v) for v in steps.values())
+        assert left == [2, 2 * n_results, 2 * n_steps]
 
 
 class TestPromotion:

@@ -16,6 +16,7 @@ import pytest
 
 from rlgate.checks.perf import (
     Band,
+    Direction,
     build_band,
     compare_async_vs_sync,
     compare_to_baseline,
@@ -28,7 +29,6 @@ from rlgate.checks.perf import (
 )
 from rlgate.checks.plan import GateInputs, evaluate_check
 from rlgate.core.results import Outcome, Tier
-from rlgate.recipe.spec import Direction
 from rlgate.runs.metrics import MetricSeries
 from rlgate.testing.perturb import flatten_series, scale_series
 

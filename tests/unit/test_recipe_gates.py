@@ -76,7 +76,7 @@ class TestTargetRecipeBounds:
 class TestRecipeCoverage:
     def test_every_recipe_declares_its_tiers_and_gate_blocks(self):
         """A ratchet: each recipe is in some tier, and tiers it claims have their gate blocks."""
-        from rlgate.recipe.load import load_recipe
+        from rlgate.checks.registry import load_recipe
 
         for path in recipe_files(REPO / "recipes"):
             tiers = recipe_tiers(path)

@@ -13,9 +13,8 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 
-from rlgate.checks.convergence import evaluate_reward_improvement
+from rlgate.checks.kinds.reward import RewardSpec, RewardTest, evaluate_reward_improvement
 from rlgate.core import resampling
-from rlgate.recipe.spec import RewardSpec, RewardTest
 from rlgate.runs.metrics import MetricSeries, RunMetrics, SourceKind
 
 

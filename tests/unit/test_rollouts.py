@@ -14,11 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlgate.checks.rollouts import evaluate_rollouts
+from rlgate.checks.kinds.rollouts import RolloutGateSpec, evaluate_rollouts
 from rlgate.core.errors import MetricsError
 from rlgate.core.results import Outcome
 from rlgate.recipe.facts import RunContext
-from rlgate.recipe.spec import RolloutGateSpec
 from rlgate.runs.rollouts import ROLLOUT_CHECKS, FinalTurn, load_rollouts, summarize_rollout
 
 SITE = Path(nemo_gym.__file__).resolve().parents[1]

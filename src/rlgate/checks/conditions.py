@@ -21,6 +21,8 @@ refused on them (ERROR); reducers without a window apply.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from rlgate.core.errors import MetricsError
@@ -33,7 +35,14 @@ from rlgate.recipe.conditions import (
 )
 from rlgate.runs.metrics import MetricSeries, RunMetrics
 
-__all__ = ["condition_result", "evaluate_condition", "reduce_series", "window_mask"]
+__all__ = [
+    "condition_result",
+    "evaluate_condition",
+    "first_nonfinite",
+    "reduce_series",
+    "run_result",
+    "window_mask",
+]
 
 
 def window_mask(series: MetricSeries, range_start: int = 1, range_end: int = 0) -> np.ndarray:
@@ -83,6 +92,28 @@ def condition_result(
         bound=cond.bound,
         message=message,
         metric=cond.tag,
+    )
+
+
+def run_result(
+    name: str,
+    outcome: Outcome,
+    value: float | None,
+    bound: str,
+    message: str,
+    metric: str | None,
+    **comparison: Any,
+) -> Result:
+    """A convergence-tier Result; ``comparison``: ``op``, ``threshold``, ``unit``, ``evidence``."""
+    return Result(
+        name=name,
+        tier=Tier.CONVERGENCE,
+        outcome=outcome,
+        value=value,
+        bound=bound,
+        message=message,
+        metric=metric,
+        **comparison,
     )
 
 

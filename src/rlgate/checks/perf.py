@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -45,11 +46,11 @@ from scipy import stats
 
 from rlgate.checks.conditions import first_nonfinite
 from rlgate.core.results import Op, Outcome, Result, Tier
-from rlgate.recipe.spec import Direction
 from rlgate.runs.metrics import MetricSeries
 
 __all__ = [
     "Band",
+    "Direction",
     "PerfComparison",
     "build_band",
     "compare_async_vs_sync",
@@ -62,6 +63,15 @@ __all__ = [
 ]
 
 _HL_SE = math.sqrt(math.pi / 3.0)
+
+
+class Direction(Enum):
+    """Which way is better for a metric."""
+
+    LOWER = "lower"
+    HIGHER = "higher"
+
+
 _PERF_PREFIXES = ("timing/", "performance/")
 
 

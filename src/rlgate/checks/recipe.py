@@ -48,6 +48,7 @@ from rlgate.checks.recipe_rules import (
     check_unresolved,
     parser_problem,
 )
+from rlgate.checks.registry import load_recipe
 from rlgate.checks.served import (
     check_budget,
     check_contiguity,
@@ -58,7 +59,7 @@ from rlgate.checks.served import (
 )
 from rlgate.core.errors import ExitCode
 from rlgate.recipe.findings import Finding, Severity
-from rlgate.recipe.load import Recipe, load_recipe, require_grpo
+from rlgate.recipe.load import Recipe, require_grpo
 from rlgate.recipe.schema import check_keys
 from rlgate.serving.setup import (
     NoChatTemplate,

@@ -46,7 +46,8 @@ _DB_HELP = (
 )
 _RECORD_DB_HELP = (
     "also record this command's results in this history database (an SQLite file, created "
-    "if absent, or postgresql://...; docs/history.md)"
+    "if absent, or postgresql://...; docs/history.md); a recipe band without static runs is "
+    "then built from the recipe's promoted runs"
 )
 
 
@@ -147,7 +148,7 @@ def recipe_facts(recipe: str, overrides: Sequence[str] = ()) -> Facts:
     name, sha = recipe_identity(recipe)
     if sha is None:  # a bare name
         return Facts(recipe=name)
-    from rlgate.recipe.load import load_recipe
+    from rlgate.checks.registry import load_recipe
 
     loaded = load_recipe(recipe, overrides)
     cluster = loaded.facts.cluster
@@ -343,10 +344,9 @@ def _cmd_record(args: argparse.Namespace) -> int:
         from rlgate.swe.readers import load_arm
         from rlgate.swe.records import load_universe
 
-        pairs = [(item, parse_pairs([item], "--swe-run")) for item in args.swe_run]
+        pairs = [next(iter(parse_pairs([item], "--swe-run").items())) for item in args.swe_run]
         universe = load_universe(args.dataset)
-        for _, pair in pairs:
-            [(model, path)] = pair.items()
+        for model, path in pairs:
             swe += swe_rows(load_arm(model, [path], universe), model)
             inputs.append(path)
     if not facts.recipe:

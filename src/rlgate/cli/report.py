@@ -69,13 +69,13 @@ def add_report(sub: argparse._SubParsersAction) -> None:
 
 def _report_history(args: argparse.Namespace) -> tuple[Any, Any, list[Any], list[str]]:
     """With --db: the store, the run's context, a band from promoted runs and what it holds."""
-    if not args.db:
+    if args.db is None:
         return None, None, [], []
     from rlgate.history.ingest import Facts
 
     facts, band = Facts(), None
     if args.recipe:
-        from rlgate.recipe.load import load_recipe
+        from rlgate.checks.registry import load_recipe
 
         facts = recipe_facts(args.recipe)
         band = load_recipe(args.recipe).gate.band
@@ -104,7 +104,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     given = [*args.junit, *args.run, *args.band_run, args.swe, args.recipe, args.baseline]
     given = [g for g in given if g]
     if args.demo:
-        if given or args.db:
+        if given or args.db is not None:
             raise RlgateError(
                 "--demo builds its own inputs; do not pass --junit/--run/--swe/--db/..."
             )

@@ -85,7 +85,8 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
 
     for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
         _require_file_path(flag, out)
-    store = open_db(args.db) if args.db else None  # a bad database stops before any work
+    # a bad database (an empty --db too) stops before any work
+    store = open_db(args.db) if args.db is not None else None
     plan = load_plan(args.recipe, max_steps=args.max_steps, overrides=args.override)
     context = None
     if store is not None:
@@ -478,10 +479,10 @@ def _cmd_bench_rollout(args: argparse.Namespace) -> int:
         prepare_bench,
         run_rollout_bench,
     )
+    from rlgate.checks.registry import load_recipe
     from rlgate.core.errors import MetricsError
     from rlgate.core.io import write_json_atomic
     from rlgate.core.results import Outcome
-    from rlgate.recipe.load import load_recipe
     from rlgate.serving.setup import serving_setup
 
     given = [args.recipe, *([args.baseline] if args.baseline else [])]

@@ -29,7 +29,8 @@ __all__ = ["add_swe"]
 
 _SWE_EXIT_DOC = (
     "exit codes: 0 improved or no_significant_change, 1 regressed, 2 usage/invalid input, "
-    "3 inconclusive (infra errors, different instance sets or dataset revisions)"
+    "3 inconclusive (infra errors, different instance sets or dataset revisions); "
+    "always the full comparison's, also with --exclude"
 )
 
 
@@ -74,6 +75,16 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
         help=f"bootstrap/permutation draws ({MIN_RESAMPLES:,}..{MAX_RESAMPLES:,})",
     )
     c.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="resampling seed")
+    c.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="known-broken[:LIST]|flaky",
+        help="also compare without these instances, shown beside the full comparison (which "
+        "alone gives the verdict): known-broken = every bundled known-broken list, "
+        "known-broken:LIST one of them, flaky = instances flipping between runs of one arm; "
+        "repeatable (docs/swe-gate.md)",
+    )
     c.add_argument("--json", type=Path, help="write the comparison JSON here")
     c.add_argument("--junit", type=Path, help="write JUnit XML here")
     add_record_options(c)
@@ -148,12 +159,14 @@ def _check_outputs(outputs: list[Path | None], inputs: list[str]) -> None:
 def _cmd_swe_compare(args: argparse.Namespace) -> int:
     from rlgate.core.io import write_json_atomic, write_text_atomic
     from rlgate.swe.compare import GateOptions, Verdict, compare_arms
+    from rlgate.swe.exclude import parse_exclusions, reduce_comparison
     from rlgate.swe.readers import load_arm
     from rlgate.swe.records import load_universe
     from rlgate.swe.report import build_swe_junit, comparison_to_dict, render_swe_summary
 
     inputs = [*args.before, *args.after, args.dataset]
     _check_outputs([args.json, args.junit], inputs)
+    parse_exclusions(args.exclude)  # a bad --exclude stops before any input is read
     store, context = _swe_history(args)
     options = GateOptions(
         alpha=args.alpha,
@@ -166,12 +179,13 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
     before = load_arm("before", args.before, universe)
     after = load_arm("after", args.after, universe)
     comparison = compare_arms(before, after, universe, options)
+    reduced = reduce_comparison(comparison, before, after, args.exclude) if args.exclude else None
     if args.json:
-        write_json_atomic(args.json, comparison_to_dict(comparison), inputs=inputs)
+        write_json_atomic(args.json, comparison_to_dict(comparison, reduced), inputs=inputs)
     if args.junit:
-        xml = build_swe_junit(comparison).tostring().decode("utf-8")
+        xml = build_swe_junit(comparison, reduced).tostring().decode("utf-8")
         write_text_atomic(args.junit, xml, inputs=inputs)
-    print(render_swe_summary(comparison))
+    print(render_swe_summary(comparison, reduced))
     if store is not None and context is not None:
         from rlgate.history.ingest import swe_rows
 
@@ -188,7 +202,7 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
 
 def _swe_history(args: argparse.Namespace) -> tuple[Any, Any]:
     """With --db: the open store and the run's context, checked before any work."""
-    if not args.db:
+    if args.db is None:
         return None, None
     missing = [f"--{arm}-model" for arm in ("before", "after") if not getattr(args, f"{arm}_model")]
     if missing:

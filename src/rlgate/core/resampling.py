@@ -2,7 +2,7 @@
 
 Used by the SWE gate's paired/cluster bootstrap and sign-flip test
 (:mod:`rlgate.swe.stats`) and by the convergence tier's bootstrap reward test
-(:mod:`rlgate.checks.convergence`); each keeps its own statistic and draws through here.
+(:mod:`rlgate.checks.kinds.reward`); each keeps its own statistic and draws through here.
 
 * :func:`resample` evaluates a vectorised statistic on blocks of resamples: a block
   holds at most :data:`CHUNK_ELEMENTS` draws (~32 MB of float64), so memory stays bounded

@@ -36,6 +36,7 @@ __all__ = [
     "read_junit_results",
     "recipe_identity",
     "steps_of",
+    "summary",
     "swe_rows",
 ]
 

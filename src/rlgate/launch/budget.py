@@ -38,10 +38,10 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from rlgate.checks.registry import load_recipe
 from rlgate.core.errors import RecipeError
 from rlgate.core.io import read_yaml
 from rlgate.core.validate import LineText, PositiveFloat, PositiveInt, problems
-from rlgate.recipe.load import load_recipe
 
 __all__ = [
     "Budget",

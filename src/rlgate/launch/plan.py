@@ -16,7 +16,7 @@ Invariants:
 
 * site specifics (container, mounts, account, partition, time limits, environment) come from
   a site config file (:mod:`rlgate.launch.site`, ``ci/site.example.yaml``), never from code;
-* the recipe is loaded and its overrides applied with :func:`rlgate.recipe.load.load_recipe`
+* the recipe is loaded and its overrides applied with :func:`rlgate.checks.registry.load_recipe`
   before anything runs: a typo'd key or an ``oc.env`` variable the run will not have stops
   the launch with exit 2;
 * a run directory that already holds files is never reused; user overrides may not redirect
@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from rlgate.checks.registry import load_recipe
 from rlgate.core.errors import LaunchError
 from rlgate.core.versions import tested_versions
 from rlgate.launch.budget import runs_needed
@@ -43,7 +44,7 @@ from rlgate.launch.manifest import Backend, GitInfo, RecipeRef, RunManifest, Run
 from rlgate.launch.manifest import write_manifest as _write_manifest
 from rlgate.launch.shell import Words, code
 from rlgate.launch.site import SiteConfig
-from rlgate.recipe.load import Recipe, load_recipe
+from rlgate.recipe.load import Recipe
 
 __all__ = [
     "DEFAULT_ENTRYPOINT",

@@ -65,7 +65,7 @@ def _plan_from(config: pytest.Config) -> GatePlan | None:
 
 
 def _given(config: pytest.Config, plan: GatePlan) -> Callable[[Need], bool]:
-    band = bool(_opt(config, "band_run")) or bool(plan.gate.band and plan.gate.band.runs)
+    band = bool(_opt(config, "band_run")) or bool(plan.inputs.band_runs)
     have = {
         Need.RUN: True,
         Need.BASELINE: _opt(config, "baseline") is not None,

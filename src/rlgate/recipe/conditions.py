@@ -34,8 +34,13 @@ __all__ = [
     "Reducer",
     "SeriesCall",
     "StepIndex",
+    "Window",
     "parse_condition",
 ]
+
+#: A step window as check_metrics writes it: ``(range_start, range_end)``, ``range_end``
+#: exclusive, ``0`` through the last step, negative values counted from the end.
+Window = tuple[int, int]
 
 
 class Reducer(Enum):

@@ -528,18 +528,19 @@ def context_from_facts(
 ) -> RunContext:
     """The run context: the facts, with ``--max-steps`` and the ``rlgate:`` block's overrides.
 
-    The target step is ``--max-steps``, else ``rlgate.convergence.target_step``, else
-    ``grpo.max_num_steps``; the agent turn limit is ``rlgate.convergence.agentic.agent_max_turns``,
-    else the training Gym agents'.
+    The target step is ``--max-steps``, else the block's (``rlgate.convergence.target_step``),
+    else ``grpo.max_num_steps``; the agent turn limit is the block's
+    (``rlgate.convergence.agentic.agent_max_turns``), else the training Gym agents'. The
+    block says what it sets through :meth:`GateSpec.context_overrides` (the check kinds').
 
     Raises:
         RecipeError: ``max_steps`` is not a positive step count.
     """
-    conv = gate.convergence
+    block = gate.context_overrides()
     if max_steps is not None and (isinstance(max_steps, bool) or max_steps < 1):
         raise RecipeError(f"--max-steps must be a positive step count, got {max_steps!r}")
-    target = max_steps or (conv.target_step if conv else None) or facts.grpo.max_num_steps
-    turns = conv.agentic.agent_max_turns if conv and conv.agentic else None
+    target = max_steps or block.get("target_step") or facts.grpo.max_num_steps
+    turns = block.get("agent_max_turns")
     return RunContext(
         recipe=recipe,
         target_step=target,

@@ -27,9 +27,12 @@ looks a dotted key up again:
 
 * the top-level ``rlgate:`` block (tiers, functional expectations, gate bounds) is rlgate's
   own (NeMo RL's ``MasterConfig`` allows extra keys, so a recipe carrying it still runs
-  as-is). It is split off and parsed into ``Recipe.gate``, a
-  :class:`~rlgate.recipe.spec.GateSpec`; an invalid block is a ``RecipeError`` listing
-  every problem;
+  as-is). It is split off and parsed into ``Recipe.gate`` with the ``gate`` schema given;
+  an invalid block is a ``RecipeError`` listing every problem. The commands load through
+  :func:`rlgate.checks.registry.load_recipe`, which gives the schema the check kinds
+  assemble (their sections typed, unknown keys refused); the default, the generic
+  :class:`~rlgate.recipe.spec.GateSpec`, validates the keys every tier reads and keeps the
+  check sections as given (what a caller below the checks layer can know);
 * the config facts the commands use (cluster shape, steps, batch, sequence limits, agent
   turns, async flags, model and tokenizer, serving kwargs...) are read into ``Recipe.facts``,
   a :class:`~rlgate.recipe.facts.RunFacts`, as NeMo RL's pydantic ``MasterConfig`` reads
@@ -118,7 +121,8 @@ class Recipe:
         name: file stem; also the test id and run-directory name.
         path: the file loaded.
         config: the resolved NeMo RL config (``rlgate`` block removed).
-        gate: the ``rlgate:`` block, validated (empty when absent).
+        gate: the ``rlgate:`` block, validated with the schema ``load_recipe`` was given
+            (empty when absent).
         facts: what rlgate reads from ``config``, typed and validated.
         overrides: the dotted overrides applied, in order.
         sources: every file of the ``defaults:`` chain, child last.
@@ -341,7 +345,11 @@ def _resolve(cfg: DictConfig) -> tuple[dict[str, Any], list[Unresolved]]:
 
 
 def load_recipe(
-    path: str | os.PathLike[str], overrides: Sequence[str] = (), *, strict: bool = True
+    path: str | os.PathLike[str],
+    overrides: Sequence[str] = (),
+    *,
+    strict: bool = True,
+    gate: type[GateSpec] = GateSpec,
 ) -> Recipe:
     """Load a NeMo RL config (with ``defaults:`` chain), apply dotted overrides, validate.
 
@@ -350,6 +358,8 @@ def load_recipe(
         overrides: Hydra overrides, applied as NeMo RL applies them.
         strict: an invalid fact (``cluster.num_nodes: two``) is a ``RecipeError``; with
             ``False`` it is left ``None`` in ``Recipe.facts`` for a validator to report.
+        gate: the schema of the ``rlgate:`` block (the check registry's, from
+            :func:`rlgate.checks.registry.load_recipe`; the generic keys by default).
 
     Raises:
         RecipeError: the file, a parent or an override cannot be loaded or applied; the
@@ -369,7 +379,7 @@ def load_recipe(
         name=file.stem,
         path=file,
         config=resolved,
-        gate=parse_gate(raw_gate, recipe=str(file)),
+        gate=parse_gate(raw_gate, recipe=str(file), schema=gate),
         facts=read_facts(resolved, strict=strict, source=str(file)),
         overrides=tuple(overrides),
         sources=tuple(sources),

@@ -65,6 +65,7 @@ __all__ = [
     "Case",
     "JunitEvidence",
     "RunDocument",
+    "SweComparisonDoc",
     "SweDoc",
     "load_junit",
     "load_run_doc",
@@ -288,10 +289,17 @@ class DatasetDoc(_Doc):
     labels_sha256: str | None = None
 
 
-class SweDoc(_Doc):
-    """``rlgate swe compare --json`` (rlgate.swe.report.comparison_to_dict)."""
+class FlakyDoc(_Doc):
+    """The flaky instances of ``rlgate swe compare --json`` (``flaky``, rlgate.swe.flaky)."""
 
-    schema_version: int
+    count: Count
+    ids: tuple[str, ...] = Field(default=(), strict=False)
+    measured_arms: tuple[str, ...] = Field(default=(), strict=False)
+
+
+class SweComparisonDoc(_Doc):
+    """One comparison of ``rlgate swe compare --json``: the full one, or the reduced one."""
+
     verdict: Annotated[SweVerdict, Field(strict=False)]
     reasons: tuple[str, ...] = Field(default=(), strict=False)
     delta_pp: Points
@@ -308,9 +316,10 @@ class SweDoc(_Doc):
     gained: Count
     criteria: tuple[Result, ...] = Field(strict=False, min_length=1)
     per_repo: tuple[RepoDoc, ...] = Field(default=(), strict=False)
+    flaky: FlakyDoc | None = None
 
     @model_validator(mode="after")
-    def _one_universe(self) -> SweDoc:
+    def _one_universe(self) -> SweComparisonDoc:
         n = self.dataset.n_instances
         if not self.before.n_instances == self.after.n_instances == n:
             raise ValueError(
@@ -322,6 +331,43 @@ class SweDoc(_Doc):
             raise ValueError(f"lost {self.lost} + gained {self.gained} exceeds n = {n}")
         if self.ci95_pp[0] > self.ci95_pp[1]:
             raise ValueError(f"ci95_pp {list(self.ci95_pp)} has its low end above its high end")
+        return self
+
+
+class ExcludedSetDoc(_Doc):
+    """One ``--exclude`` set of the reduced comparison (``known-broken:<list>``, ``flaky``)."""
+
+    label: str
+    count: Count
+
+
+class ReducedDoc(_Doc):
+    """``reduced`` of ``rlgate swe compare --exclude ... --json``: shown, never a verdict."""
+
+    exclude: tuple[str, ...] = Field(strict=False, min_length=1)
+    excluded_count: Count
+    sets: tuple[ExcludedSetDoc, ...] = Field(default=(), strict=False)
+    comparison: SweComparisonDoc
+
+
+class SweDoc(SweComparisonDoc):
+    """``rlgate swe compare --json`` (rlgate.swe.report.comparison_to_dict).
+
+    Its top level is the full comparison (the verdict); ``reduced`` the ``--exclude`` one.
+    """
+
+    schema_version: int
+    reduced: ReducedDoc | None = None
+
+    @model_validator(mode="after")
+    def _reduced_is_a_subset(self) -> SweDoc:
+        if self.reduced is not None:
+            n, kept = self.dataset.n_instances, self.reduced.comparison.dataset.n_instances
+            if kept + self.reduced.excluded_count != n:
+                raise ValueError(
+                    f"reduced: {kept} instances kept + {self.reduced.excluded_count} excluded "
+                    f"is not the full comparison's {n}"
+                )
         return self
 
 

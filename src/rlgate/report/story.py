@@ -10,7 +10,8 @@ and, whenever the evidence cannot carry a clause, the sentence it can honestly m
 instead (an inconclusive, self-contradicting or missing comparison, failing or missing
 health checks, an unknown model or time). The instance set is named as compared: only the
 full set is "SWE-bench Verified"; otherwise "a 100-instance subset of SWE-bench Verified"
-or "an unrecognised 100-instance set". A demo sentence starts with ``DEMO``.
+or "an unrecognised 100-instance set". A ``swe compare --exclude`` comparison follows the
+numbers, named the same way (it never decides). A demo sentence starts with ``DEMO``.
 """
 
 from __future__ import annotations
@@ -147,8 +148,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def load_recipe_facts(path: str | os.PathLike[str]) -> RecipeFacts:
-    """Load a recipe (``rlgate.recipe.load.load_recipe``) and pick the facts the report states."""
-    from rlgate.recipe.load import load_recipe
+    """Load a recipe (``rlgate.checks.registry.load_recipe``); pick the facts the report states."""
+    from rlgate.checks.registry import load_recipe
 
     recipe = load_recipe(path)
     facts, gate = recipe.facts, recipe.gate
@@ -317,7 +318,22 @@ def _swe_clause(s: StoryInputs, esc: Escape) -> tuple[str | None, str | None]:
         SweVerdict.NO_SIGNIFICANT_CHANGE: f"shows no significant change on {on}"
         + (f" ({span.strip().removeprefix('from ').replace(' to ', ' → ')})" if span else ""),
     }[ev.stated]
-    return f"{claim} ({stats})", None
+    return f"{claim} ({stats}{_reduced_clause(s, esc)})", None
+
+
+def _reduced_clause(s: StoryInputs, esc: Escape) -> str:
+    """The ``--exclude`` comparison after the numbers, its set named as compared ("" if none)."""
+    ev = s.swe_evidence.reduced if s.swe_evidence is not None else None
+    doc = s.swe.reduced if s.swe is not None else None
+    if ev is None or doc is None or doc.excluded_count == 0:
+        return ""
+    excluded = _plural(doc.excluded_count, "excluded instance")
+    what = f"without {excluded} ({esc(', '.join(doc.exclude))})"
+    if ev.contradictions:
+        return f"; {what}, the reduced comparison contradicts itself"
+    c = doc.comparison
+    verdict = ev.stated.value.replace("_", " ")
+    return f"; {what}: {verdict} on {ev.universe()}, Δ {c.delta_pp:+.1f} pp, {_p(c.p_value)}"
 
 
 def _names(items: tuple[str, ...], esc: Escape) -> str:

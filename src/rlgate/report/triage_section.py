@@ -2,8 +2,11 @@
 
 Built when ``rlgate report`` is given a history (``--db``; the demo's generated nightlies):
 :func:`build_triage_section` returns plain typed data (:class:`TriageSection`: a title, an
-intro, tables as header + rows of plain text, figure keys, notes) plus the trend figures;
-the renderer only formats it (every cell is input-derived text, escaped there). Two tables:
+intro, tables as header + rows of plain text, figure keys, notes) plus the trend figures,
+kept in ``ReleaseReport.triage``; :func:`triage_report_section` turns it into the page's
+section (:mod:`rlgate.report.document` blocks, registered in
+``rlgate.report.sections.SECTIONS``; every cell is untrusted text the backends escape). Two
+tables:
 
 * **this report's candidate**: each failing or erroring gate check of the report's JUnit,
   labelled by :func:`rlgate.history.triage.triage` against the last N main nightlies
@@ -23,7 +26,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlgate.core.results import Outcome, Result, Tier
 from rlgate.history.model import RecordedRun, RunContext
@@ -39,8 +42,13 @@ from rlgate.history.triage import (
     triage,
     window,
 )
+from rlgate.report.document import Bullets, Own, Paragraph, Row, Section, Table
+from rlgate.report.document import Figure as FigureBlock
 from rlgate.report.inputs import Case
 from rlgate.report.plots import Figure
+
+if TYPE_CHECKING:
+    from rlgate.report.model import ReleaseReport
 
 __all__ = [
     "MAX_PANELS",
@@ -51,6 +59,7 @@ __all__ = [
     "candidate_labels",
     "label_rows",
     "latest_nightly_labels",
+    "triage_report_section",
 ]
 
 #: Panels per trend figure; further checks (all passing) are named in a note.
@@ -309,3 +318,32 @@ def build_triage_section(
         extra={"main_branch": main_branch, "last": last, "latest_nightly_id": latest_id},
     )
     return section, figures
+
+
+def triage_report_section(report: ReleaseReport) -> Section | None:
+    """The page's section (absent without a history): intro, the two tables, trends, notes."""
+    section = report.triage
+    if section is None:
+        return None
+    tables = tuple(
+        Section(
+            table.title,
+            (Table(table.header, tuple(Row(row) for row in table.rows)),)
+            if table.rows
+            else (Paragraph(Own(table.empty)),),
+        )
+        for table in section.tables
+    )
+    figures = tuple(
+        FigureBlock(f.key, f.title, f.caption, f.data_uri())
+        for f in report.figures
+        if f.key in section.figure_keys
+    )
+    notes = (Bullets(tuple(Paragraph(n) for n in section.notes)),) if section.notes else ()
+    trends = (Section(Own("Trends"), (*figures, *notes)),) if figures or notes else ()
+    return Section(
+        Own(section.title),
+        (Paragraph(section.intro),),
+        anchor=section.anchor,
+        subsections=(*tables, *trends),
+    )

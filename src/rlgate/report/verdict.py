@@ -26,6 +26,7 @@ carries the anchor of its evidence in the rendered report.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -35,7 +36,7 @@ from rlgate.checks.plan import RunDocument
 from rlgate.core.errors import RlgateError
 from rlgate.core.junit import JunitSuite
 from rlgate.core.results import RELEASE_TIERS, Outcome, Tier
-from rlgate.report.inputs import VERDICT, Case, SweDoc
+from rlgate.report.inputs import VERDICT, Case, SweComparisonDoc, SweDoc
 from rlgate.swe.compare import Verdict as SweVerdict
 from rlgate.swe.records import VERIFIED_IDS_SHA256, InstanceSet, classify_instance_set, verified_ids
 
@@ -142,6 +143,8 @@ class SweEvidence:
     n: int | None
     source: str
     contradictions: tuple[str, ...] = ()
+    #: the ``--exclude`` comparison of the SWE JSON, checked the same way; shown, never acted on
+    reduced: SweEvidence | None = None
 
     @property
     def verdict(self) -> SweVerdict | None:
@@ -235,7 +238,7 @@ def _claimed_set(claim: str, ids_sha256: str | None, n: int | None) -> tuple[Ins
     return claimed, ""
 
 
-def _from_json(doc: SweDoc, source: str) -> SweEvidence:
+def _from_json(doc: SweComparisonDoc, source: str) -> SweEvidence:
     ds = doc.dataset
     problems = []
     errored = [c.name for c in doc.criteria if c.outcome is Outcome.ERROR]
@@ -409,6 +412,9 @@ def swe_evidence(
                 hint="pass the JSON and the JUnit of the same `rlgate swe compare` run",
             )
         evidence = _from_json(swe, f"SWE JSON {source}")
+        if swe.reduced is not None:
+            reduced = _from_json(swe.reduced.comparison, f"SWE JSON {source} (reduced)")
+            evidence = dataclasses.replace(evidence, reduced=reduced)
         if junit_verdict is not None:
             junit_set, _, _ = _junit_set(cases, suite_properties)
             named = _one_value(suite_properties, _SET_PROPERTIES) or any(

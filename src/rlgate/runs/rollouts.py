@@ -43,11 +43,14 @@ from typing import Any
 import numpy as np
 
 from rlgate.core.errors import MetricsError
-from rlgate.recipe.spec import RolloutGateSpec
 
 __all__ = [
+    "DEFAULT_ERROR_PATTERNS",
+    "DEFAULT_THINKING_TAGS",
+    "DEFAULT_TOOL_CALL_PATTERNS",
     "ROLLOUT_CHECKS",
     "FinalTurn",
+    "RolloutPatterns",
     "RolloutReport",
     "RolloutSummary",
     "load_rollouts",
@@ -58,6 +61,25 @@ _MODEL_ITEMS = {"reasoning", "function_call"}
 
 
 _FAILED_STATUS = {"incomplete", "failed"}
+
+# NeMo RL's defaults (nemo_rl/environments/nemo_gym.py DEFAULT_INVALID_TOOL_CALL_PATTERNS,
+# DEFAULT_THINKING_TAGS): tool-call markup left in text means the parser did not run.
+DEFAULT_TOOL_CALL_PATTERNS = ("<tool_call>", "</tool_call>", "<function_call>", "</function_call>")
+DEFAULT_THINKING_TAGS = ("<think>", "</think>")
+DEFAULT_ERROR_PATTERNS = (r"^\s*(?:Error|ERROR)\b",)
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutPatterns:
+    """How rollout text is read: tool-call markup, thinking tags, error-output regexes.
+
+    The recipe's ``rlgate.convergence.rollouts`` block sets them (the rollouts check kind,
+    :mod:`rlgate.checks.kinds.rollouts`, hands them to the reader).
+    """
+
+    tool_call_patterns: tuple[str, ...] = DEFAULT_TOOL_CALL_PATTERNS
+    thinking_tags: tuple[str, ...] = DEFAULT_THINKING_TAGS
+    error_patterns: tuple[str, ...] = DEFAULT_ERROR_PATTERNS
 
 
 # spec field -> (what is measured, comparison): shares are of rollouts, rates of calls
@@ -222,7 +244,7 @@ def _final_turn(response: Mapping[str, Any], turns: _Turns) -> FinalTurn:
     return FinalTurn.OK if has_call or has_text else FinalTurn.EMPTY
 
 
-def summarize_rollout(row: Mapping[str, Any], line: int, spec: RolloutGateSpec) -> RolloutSummary:
+def summarize_rollout(row: Mapping[str, Any], line: int, spec: RolloutPatterns) -> RolloutSummary:
     """Summarise one rollout row (see the module docstring for the definitions)."""
     response = row.get("response")
     schema_error = _validate(response)
@@ -304,14 +326,14 @@ def _validate(response: Any) -> str | None:
     return None
 
 
-def load_rollouts(path: str | Path, spec: RolloutGateSpec | None = None) -> RolloutReport:
+def load_rollouts(path: str | Path, spec: RolloutPatterns | None = None) -> RolloutReport:
     """Read and summarise a rollout JSONL file (one JSON object per line).
 
     A crashed writer can leave one torn last line, without a line break after it: that
     line is dropped with a warning that travels to the check-run result. Any other line
     that is not UTF-8, not JSON or not an object is a MetricsError naming file and line.
     """
-    spec = spec or RolloutGateSpec()
+    spec = spec or RolloutPatterns()
     file = Path(path)
     if not file.is_file():
         kind = "is a directory, not a file" if file.is_dir() else "not found"

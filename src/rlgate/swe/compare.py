@@ -28,6 +28,8 @@ Invariants:
 
 * The statistics are computed and reported even when the verdict is
   inconclusive; an inconclusive comparison is never a pass or a fail.
+* The flaky instances (an outcome that flips between runs of one arm,
+  :mod:`rlgate.swe.flaky`) are reported; they never change the verdict.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from rlgate.core.errors import SweError
 from rlgate.core.results import INFRA_CAUSE, Op, Result, Tier, number_text
 from rlgate.core.results import Outcome as CheckOutcome  # records.Outcome: an instance's
 from rlgate.swe import stats
+from rlgate.swe.flaky import Flakiness, find_flaky
 from rlgate.swe.records import DatasetUniverse, Outcome, SweArm, SweRun, _examples
 
 __all__ = [
@@ -224,6 +227,7 @@ class SweComparison:
     criteria: tuple[Result, ...]
     per_repo: tuple[RepoBreakdown, ...]
     flips: tuple[Flip, ...]
+    flaky: Flakiness  # instances flipping between runs of one arm (rlgate.swe.flaky)
 
     def criterion(self, which: Criterion) -> Result:
         """The result of one criterion."""
@@ -464,4 +468,5 @@ def compare_arms(
         criteria=(*inputs, significance),
         per_repo=_per_repo(universe, b_sum, a_sum),
         flips=_flips(universe, b_sum, a_sum),
+        flaky=find_flaky((before, after), universe.ids),
     )

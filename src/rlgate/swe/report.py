@@ -9,6 +9,14 @@ regression, ``<error>`` for infra/input problems; the comparison's verdict is a 
 property) and ``rlgate.swe_gate.instances`` with one informational testcase per instance
 so CI dashboards show which instances flipped (lost = ``<failure>``, any infra outcome =
 ``<error>``); the gate decision is the criteria suite and the CLI exit code.
+
+The flaky instances (:mod:`rlgate.swe.flaky`) are in the JSON (``flaky``), the summary
+(one line) and the JUnit (criteria suite properties ``rlgate.flaky.*``, evidence ``flaky``
+on a flaky instance's testcase). With ``--exclude`` the reduced comparison
+(:mod:`rlgate.swe.exclude`) is written beside the full one, never in its place: the JSON's
+``reduced`` block, a side-by-side table in the summary, and a third JUnit suite
+``rlgate.swe_gate.reduced`` whose criteria are informational (``reduced``) and whose suite
+properties are ``rlgate.reduced.*`` (never ``rlgate.verdict``: the verdict is the full one).
 """
 
 from __future__ import annotations
@@ -21,13 +29,24 @@ from rlgate.core.junit import PROPERTY_PREFIX, JunitCase, JunitSuite, junit_root
 from rlgate.core.results import Op, Result, Tier, render_table
 from rlgate.core.results import Outcome as CheckOutcome
 from rlgate.swe.compare import ArmSummary, SweComparison
-from rlgate.swe.records import INFRA_OUTCOMES, DatasetUniverse, InstanceSet, Outcome, verified_ids
+from rlgate.swe.exclude import ReducedComparison
+from rlgate.swe.flaky import MIN_RUNS, RULE, Flakiness
+from rlgate.swe.records import (
+    INFRA_OUTCOMES,
+    DatasetUniverse,
+    InstanceSet,
+    Outcome,
+    _examples,
+    verified_ids,
+)
 
 __all__ = [
     "CRITERIA_SUITE",
     "INSTANCE_SUITE",
+    "REDUCED_SUITE",
     "build_swe_junit",
     "comparison_to_dict",
+    "flaky_line",
     "instance_results",
     "instance_set_text",
     "render_swe_summary",
@@ -35,6 +54,9 @@ __all__ = [
 
 CRITERIA_SUITE = "rlgate.swe_gate"
 INSTANCE_SUITE = "rlgate.swe_gate.instances"
+REDUCED_SUITE = "rlgate.swe_gate.reduced"
+#: ``Result.informational`` of the reduced comparison's criteria: shown, never a gate.
+REDUCED = "reduced"
 _LISTED = (
     Outcome.EMPTY_PATCH,
     Outcome.PATCH_FAILED,
@@ -102,8 +124,46 @@ def _arm_dict(arm: ArmSummary, n: int) -> dict[str, Any]:
     }
 
 
-def comparison_to_dict(comparison: SweComparison) -> dict[str, Any]:
-    """Return the JSON payload of ``rlgate swe compare`` (without ``schema_version``)."""
+def _flaky_dict(flaky: Flakiness) -> dict[str, Any]:
+    return {
+        "rule": RULE,
+        "min_runs": MIN_RUNS,
+        "measured_arms": list(flaky.measured),
+        "unmeasured_arms": list(flaky.unmeasured),
+        "count": len(flaky.ids),
+        "ids": list(flaky.ids),
+        "by_arm": {arm: list(flaky.in_arm(arm)) for arm in flaky.measured},
+    }
+
+
+def _reduced_dict(reduced: ReducedComparison) -> dict[str, Any]:
+    return {
+        "gating": False,
+        "exclude": list(reduced.requested),
+        "excluded_count": len(reduced.excluded),
+        "excluded_ids": list(reduced.excluded),
+        "sets": [
+            {
+                "label": s.label,
+                "count": len(s.ids),
+                "listed": s.listed,
+                "source": s.source,
+                "ids": list(s.ids),
+            }
+            for s in reduced.sets
+        ],
+        "comparison": comparison_to_dict(reduced.comparison),
+    }
+
+
+def comparison_to_dict(
+    comparison: SweComparison, reduced: ReducedComparison | None = None
+) -> dict[str, Any]:
+    """Return the JSON payload of ``rlgate swe compare`` (without ``schema_version``).
+
+    The top level is always the full comparison (the verdict); ``reduced`` is the
+    ``--exclude`` comparison beside it, or null.
+    """
     c, u, opts = comparison, comparison.universe, comparison.options
     return {
         "verdict": c.verdict.value,
@@ -154,6 +214,8 @@ def comparison_to_dict(comparison: SweComparison) -> dict[str, Any]:
             }
             for f in c.flips
         ],
+        "flaky": _flaky_dict(c.flaky),
+        "reduced": None if reduced is None else _reduced_dict(reduced),
     }
 
 
@@ -168,10 +230,42 @@ def _criteria_suite(c: SweComparison) -> JunitSuite:
         "instance_set": u.instance_set.value,
         "instance_set.ids_sha256": u.ids_sha256,
         "instance_set.text": instance_set_text(u),
+        **_flaky_facts(c.flaky),
     }
     return JunitSuite.of(
         CRITERIA_SUITE, cases, {f"{PROPERTY_PREFIX}{k}": v for k, v in facts.items()}
     )
+
+
+def _flaky_facts(flaky: Flakiness) -> dict[str, Any]:
+    return {
+        "flaky.count": len(flaky.ids),
+        "flaky.ids": ",".join(flaky.ids),
+        "flaky.measured_arms": ",".join(flaky.measured),
+    }
+
+
+def _reduced_suite(reduced: ReducedComparison) -> JunitSuite:
+    """The reduced comparison's criteria, informational; its facts under ``rlgate.reduced.``."""
+    c, u = reduced.comparison, reduced.comparison.universe
+    cases = [
+        JunitCase.of(r.model_copy(update={"informational": REDUCED}), classname=REDUCED_SUITE)
+        for r in c.criteria
+    ]
+    facts = {
+        "gating": False,
+        "verdict": c.verdict.value,
+        "exclude": " ".join(reduced.requested),
+        "excluded_count": len(reduced.excluded),
+        "excluded_ids": ",".join(reduced.excluded),
+        **{f"excluded.{s.label}": len(s.ids) for s in reduced.sets},
+        "n_instances": u.n,
+        "instance_set": u.instance_set.value,
+        "instance_set.ids_sha256": u.ids_sha256,
+        "instance_set.text": instance_set_text(u),
+    }
+    prefix = f"{PROPERTY_PREFIX}{REDUCED}."
+    return JunitSuite.of(REDUCED_SUITE, cases, {f"{prefix}{k}": v for k, v in facts.items()})
 
 
 def instance_results(c: SweComparison) -> list[Result]:
@@ -180,7 +274,7 @@ def instance_results(c: SweComparison) -> list[Result]:
     ``value`` is the after arm's resolved share (mean over runs), ``threshold`` the before
     arm's: an instance passes when it is not lost (``>=``).
     """
-    out = []
+    out, flaky = [], c.flaky.arms_by_id()
     for i, iid in enumerate(c.universe.ids):
         repo = c.universe.repos[iid]
         before, after = float(c.before.instance_mean[i]), float(c.after.instance_mean[i])
@@ -219,6 +313,7 @@ def instance_results(c: SweComparison) -> list[Result]:
                     "before_outcomes": ",".join(o.outcome.value for o in b_out),
                     "after_outcomes": ",".join(o.outcome.value for o in a_out),
                     "flip": "gained" if after > before else "lost" if after < before else "none",
+                    **({"flaky": ",".join(flaky[iid])} if iid in flaky else {}),
                 },
                 informational="instance",
             )
@@ -226,13 +321,17 @@ def instance_results(c: SweComparison) -> list[Result]:
     return out
 
 
-def build_swe_junit(comparison: SweComparison) -> JUnitXml:
-    """Build the JUnit XML: gate criteria suite plus one testcase per instance."""
+def build_swe_junit(
+    comparison: SweComparison, reduced: ReducedComparison | None = None
+) -> JUnitXml:
+    """Build the JUnit XML: criteria suite, per-instance suite, and the reduced one if given."""
     instances = [
         JunitCase.of(r, classname=f"{INSTANCE_SUITE}.{str(r.evidence['repo']).replace('/', '__')}")
         for r in instance_results(comparison)
     ]
     suites = [_criteria_suite(comparison), JunitSuite.of(INSTANCE_SUITE, instances)]
+    if reduced is not None:
+        suites.append(_reduced_suite(reduced))
     return junit_root(suites, name="rlgate swe compare")
 
 
@@ -240,8 +339,67 @@ def _pct(value: float) -> str:
     return f"{100.0 * value:.1f}%"
 
 
-def render_swe_summary(comparison: SweComparison) -> str:
-    """Render the short human summary table printed by ``rlgate swe compare``."""
+def flaky_line(flaky: Flakiness, arms: tuple[ArmSummary, ...]) -> str:
+    """One line: how many instances flip between runs of one arm, and which."""
+    runs = {arm.name: len(arm.runs) for arm in arms}
+    if not flaky.measured:
+        return (
+            "flaky instances: not measured (one run per arm; a flip needs at least "
+            f"{MIN_RUNS} runs of one model)"
+        )
+    where = ", ".join(
+        f"{arm} {len(flaky.in_arm(arm))} over {runs.get(arm, '?')} runs" for arm in flaky.measured
+    )
+    unmeasured = "".join(f"; {arm} not measured (1 run)" for arm in flaky.unmeasured)
+    ids = f": {_examples(flaky.ids)}" if flaky.ids else ""
+    return (
+        f"flaky instances: {len(flaky.ids)} (resolved in some runs of one arm, not in others; "
+        f"{where}{unmeasured}){ids}"
+    )
+
+
+def _side_by_side(full: SweComparison, reduced: ReducedComparison) -> list[str]:
+    r, u = reduced.comparison, full.universe
+    sets = ", ".join(
+        f"{s.label} {len(s.ids)}" + (f" (of {s.listed} listed)" if s.listed != len(s.ids) else "")
+        for s in reduced.sets
+    )
+    width = 26
+
+    def row(name: str, a: str, b: str) -> str:
+        return f"    {name:<16}{a:<{width}}{b}"
+
+    def numbers(c: SweComparison) -> dict[str, str]:
+        return {
+            "instances": str(c.universe.n),
+            "instance set": c.universe.instance_set.value,
+            "verdict": c.verdict.value.upper(),
+            "delta": f"{c.delta_pp:+.2f} pp",
+            "95% CI": f"[{c.ci95_pp[0]:+.2f}, {c.ci95_pp[1]:+.2f}] pp",
+            "p": f"{c.p_value:.3g}",
+            "before / after": f"{_pct(c.before.rate)} / {_pct(c.after.rate)}",
+            "lost / gained": f"{c.lost} / {c.gained}",
+        }
+
+    a, b = numbers(full), numbers(r)
+    lines = [
+        f"  reduced comparison (--exclude {' '.join(reduced.requested)}), shown beside the full "
+        "one; the verdict above is the full comparison's",
+        f"    excluded {len(reduced.excluded)} of {u.n} instances: {sets}",
+        f"    reduced instance set: {instance_set_text(r.universe)}",
+        row("", "full", "reduced"),
+        *(row(k, a[k], b[k]) for k in a),
+    ]
+    if r.verdict is not full.verdict:
+        lines.append(
+            f"    note: the reduced verdict ({r.verdict.value}) differs from the full one "
+            f"({full.verdict.value}); it is a diagnostic and never decides"
+        )
+    return [*lines, *(f"    - reduced: {reason}" for reason in r.reasons)]
+
+
+def render_swe_summary(comparison: SweComparison, reduced: ReducedComparison | None = None) -> str:
+    """Render the short human summary printed by ``rlgate swe compare`` (full, then reduced)."""
     c, u = comparison, comparison.universe
     lines = [
         f"SWE gate verdict: {c.verdict.value.upper()}",
@@ -270,4 +428,7 @@ def render_swe_summary(comparison: SweComparison) -> str:
             f"{r.delta_pp:>+8.1f}{f'+{r.gained}/-{r.lost}':>9}"
         )
     lines += ["", *(f"  - {reason}" for reason in c.reasons)]
+    lines += ["", f"  {flaky_line(c.flaky, (c.before, c.after))}"]
+    if reduced is not None:
+        lines += ["", *_side_by_side(c, reduced)]
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """A GPU-free stand-in for NeMo RL's ``run_grpo_nemo_gym.py``, for launcher smoke tests.
 
 It takes the same command line (``--config FILE`` plus Hydra overrides), loads the config
-with :func:`rlgate.recipe.load.load_recipe` the way the real entry point resolves it, and writes a
+with :func:`rlgate.recipe.load.load_recipe` the way the real entry point resolves it (the
+``rlgate:`` block's check sections, which NeMo RL never reads, are not validated), and writes a
 healthy async SWE run's TensorBoard events into ``<logger.log_dir>/exp_NNN/tensorboard/``
 with NeMo RL's tag names (:func:`rlgate.testing.corpus.write_run`). Options before
 ``--config`` inject the ways a real run ends badly::

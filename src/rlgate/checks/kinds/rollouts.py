@@ -1,7 +1,10 @@
-"""Rollout bounds (``rlgate.convergence.rollouts``) over a read rollout file.
+"""``rollouts:<bound>``: bounds on a NeMo Gym rollout JSONL (``ng_collect_rollouts`` output).
 
-The reader and per-rollout summaries are :mod:`rlgate.runs.rollouts`; here each bound of
-the recipe's :class:`~rlgate.recipe.spec.RolloutGateSpec` becomes one check result.
+Field: ``rlgate.convergence.rollouts`` (planned when it is set; each check needs
+``--rollouts``). The reader and per-rollout summaries are :mod:`rlgate.runs.rollouts`; here
+each bound set becomes one check (see :data:`~rlgate.runs.rollouts.ROLLOUT_CHECKS`). The
+block's ``tool_call_patterns``, ``thinking_tags`` and ``error_patterns`` say how the file is
+read (:meth:`Rollouts.inputs`).
 """
 
 from __future__ import annotations
@@ -10,17 +13,52 @@ import math
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
+from rlgate.checks.registry import (
+    CheckKind,
+    GateInputs,
+    InputDefaults,
+    Need,
+    PlannedCheck,
+    register,
+)
 from rlgate.core.results import Op, Outcome, Result, Tier
 from rlgate.recipe.facts import RunContext
-from rlgate.recipe.spec import RolloutGateSpec
+from rlgate.recipe.spec import StrictModel
 from rlgate.runs.rollouts import (
+    DEFAULT_ERROR_PATTERNS,
+    DEFAULT_THINKING_TAGS,
+    DEFAULT_TOOL_CALL_PATTERNS,
     ROLLOUT_CHECKS,
     FinalTurn,
+    RolloutPatterns,
     RolloutReport,
 )
 
-__all__ = ["evaluate_rollouts"]
+__all__ = ["RolloutFields", "RolloutGateSpec", "evaluate_rollouts"]
+
+
+class RolloutGateSpec(StrictModel):
+    """Bounds on a NeMo Gym rollout JSONL (``ng_collect_rollouts`` output)."""
+
+    max_turns_share: float | None = Field(None, ge=0.0, le=1.0)
+    failed_call_rate: float | None = Field(None, ge=0.0, le=1.0)
+    unparsed_tool_call_rate: float | None = Field(None, ge=0.0, le=1.0)
+    malformed_reasoning_rate: float | None = Field(None, ge=0.0, le=1.0)
+    empty_final_rate: float | None = Field(None, ge=0.0, le=1.0)
+    truncated_final_rate: float | None = Field(None, ge=0.0, le=1.0)
+    reward_mean_min: float | None = None
+    invalid_rate: float = Field(0.0, ge=0.0, le=1.0)
+    tool_call_patterns: tuple[str, ...] = DEFAULT_TOOL_CALL_PATTERNS
+    thinking_tags: tuple[str, ...] = DEFAULT_THINKING_TAGS
+    error_patterns: tuple[str, ...] = DEFAULT_ERROR_PATTERNS
+
+
+class RolloutFields(StrictModel):
+    """The field of ``rlgate.convergence`` the rollout checks read."""
+
+    rollouts: RolloutGateSpec | None = None
 
 
 def _share(report: RolloutReport, flag: Any) -> tuple[float, int]:
@@ -98,3 +136,39 @@ def evaluate_rollouts(
     if name == "invalid_rate" and first is not None:
         where += f": {first.schema_error}"
     return done(value, f"{hits} of {n} rollouts{where}")
+
+
+@register
+class Rollouts(CheckKind[RolloutFields]):
+    """One check per rollout bound set."""
+
+    name = "rollouts"
+    tier = Tier.CONVERGENCE
+    section = "convergence"
+    order = 60
+
+    def plan(self, spec: RolloutFields, context: RunContext) -> list[PlannedCheck]:
+        """``rollouts:<field>`` for each bound set, in :data:`ROLLOUT_CHECKS` order."""
+        bounds = spec.rollouts
+        if bounds is None:
+            return []
+        return [
+            self.check(f"rollouts:{n}", need=Need.ROLLOUTS, params=n)
+            for n in ROLLOUT_CHECKS
+            if getattr(bounds, n) is not None
+        ]
+
+    def evaluate(
+        self, spec: RolloutFields, check: PlannedCheck, inputs: GateInputs, context: RunContext
+    ) -> Result:
+        """The bound ``params`` names, over the rollouts given."""
+        assert spec.rollouts is not None and inputs.rollouts is not None
+        return evaluate_rollouts(check.params, inputs.rollouts, spec.rollouts, context)
+
+    def inputs(self, spec: RolloutFields) -> InputDefaults:
+        """The rollouts are read with the block's patterns."""
+        b = spec.rollouts
+        if b is None:
+            return InputDefaults()
+        patterns = RolloutPatterns(b.tool_call_patterns, b.thinking_tags, b.error_patterns)
+        return InputDefaults(rollout_patterns=patterns)

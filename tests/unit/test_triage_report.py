@@ -147,3 +147,29 @@ class TestReportDb:
         with open_store(db) as store:
             (recorded,) = [r for r in store.runs() if r.context.run_id == "pr-1-run"]
         assert recorded.context.branch == "pr-1"  # recorded after, never triaged as main
+
+
+def test_both_pages_carry_the_registered_triage_section(tmp_path) -> None:
+    """One document, two pages: the section's headings, rows and figures are on both."""
+    import html as html_lib
+
+    from markdown_it import MarkdownIt
+
+    from rlgate.report.document import Figure, Table
+    from rlgate.report.sections import build_document
+
+    junit = candidate_junit(tmp_path / "c.xml", gate_results(Fault.STEP_TIME_UP))
+    report = build_report([junit], history=history(fault_from=6))
+    (section,) = [s for s in build_document(report).sections if s.anchor == "triage"]
+    titles = [str(getattr(s.title, "text", s.title)) for _, s in section.walk()]
+    assert titles[0] == "Triage against the nightly history" and titles[-1] == "Trends"
+    rows = [row.cells for _, s in section.walk() for b in s.blocks if isinstance(b, Table)
+            for row in b.rows]  # fmt: skip
+    keys = [b.key for _, s in section.walk() for b in s.blocks if isinstance(b, Figure)]
+    assert keys == ["trend-convergence", "trend-perf"] and len(rows) == 4
+    for markup in (MarkdownIt("gfm-like").render(render_markdown(report)), render_html(report)):
+        page = html_lib.unescape(markup)  # the text a reader sees
+        assert 'id="triage"' in page
+        assert all(title in page for title in titles)
+        assert all(str(c) in page for cells in rows for c in cells)
+        assert "perf checks over the nightlies" in page  # the trend figure (its alt text)

@@ -232,3 +232,40 @@ def test_nightly_id_leaves_the_candidates_own_nightly_out(tmp_path, candidates, 
     without = json.loads((tmp_path / "b.json").read_text())["labels"][0]
     assert with_self["first_failing"] == "n06" and len(with_self["nightlies"]) == 6
     assert without["first_failing"] == "candidate" and len(without["nightlies"]) == 5
+
+
+def test_without_the_history_extra_triage_exits_3_naming_it(tmp_path, candidates) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from .helpers import REPO_ROOT
+
+    code = (
+        "import sys; sys.modules['sqlalchemy'] = None; from rlgate.cli.app import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+    args = ["triage", "--candidate", str(candidates["slow_junit"]), "--db", str(tmp_path / "h")]
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == ExitCode.INFRA, proc.stderr
+    assert "'sqlalchemy', which is not installed" in proc.stderr
+    assert "pip install 'rlgate[history]'" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "h").exists()
+
+
+def test_without_the_history_extra_the_demo_history_is_used_unrecorded(
+    tmp_path, monkeypatch
+) -> None:
+    import sys
+
+    from rlgate.demo.history import record_demo_history
+
+    runs = [nightly(k, gate_results(Fault.HEALTHY)) for k in range(1, 3)]
+    monkeypatch.delitem(sys.modules, "rlgate.history.store", raising=False)
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)
+    got, note = record_demo_history(tmp_path / "h.db", runs)
+    assert got == runs and not (tmp_path / "h.db").exists()
+    assert "not written to a database (sqlalchemy is not installed" in note

@@ -18,27 +18,12 @@ from rlgate.core.errors import ExitCode
 from rlgate.core.junit import JunitCase, JunitSuite, read_junit, write_junit
 from rlgate.core.results import INFRA_CAUSE, Outcome, Tier
 from rlgate.history.triage import Label, triage
-from rlgate.launch.manifest import Backend, load_manifest
-from rlgate.launch.plan import launch, plan_launch
+from rlgate.launch.manifest import load_manifest
 from rlgate.launch.watch import RUN_STATUS_CHECK, read_progress, run_result, watch_run
 from rlgate.report.build import BlockerKind, Verdict, build_report
 
-from .helpers.launch_fixtures import ONE_NODE, STANDIN, TARGET, local_site, stop_local_run, wait_for
+from .helpers.launch_fixtures import launch_local, stop_local_run, wait_for
 from .helpers.triage_inputs import nightly, swe_criteria
-
-
-def launch_local(tmp_path: Path, *entry_args: str, steps: int = 4) -> Path:
-    plan = plan_launch(
-        TARGET,
-        backend=Backend.LOCAL,
-        site=local_site(tmp_path),
-        overrides=ONE_NODE,
-        steps=steps,
-        run_dir=tmp_path / "run",
-        entrypoint=(*STANDIN, *entry_args),
-    )
-    launch(plan)
-    return plan.run_dir
 
 
 class TestWatchResults:

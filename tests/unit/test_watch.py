@@ -13,7 +13,7 @@ from rlgate.core.errors import ExitCode, LaunchError
 from rlgate.launch.job import JobState, Phase
 from rlgate.launch.local import LocalBackend
 from rlgate.launch.manifest import MANIFEST_NAME, Backend, RunStatus, load_manifest
-from rlgate.launch.plan import initial_manifest, launch, plan_launch
+from rlgate.launch.plan import initial_manifest, plan_launch
 from rlgate.launch.watch import (
     INFRA_SIGNATURES,
     FailureCause,
@@ -27,7 +27,15 @@ from rlgate.launch.watch import (
 from rlgate.runs.metrics import load_run
 from rlgate.testing.corpus import Fault, Profile, write_run
 
-from .helpers.launch_fixtures import ONE_NODE, STANDIN, TARGET, local_site, stop_local_run, wait_for
+from .helpers.launch_fixtures import (
+    ONE_NODE,
+    STANDIN,
+    TARGET,
+    launch_local,
+    local_site,
+    stop_local_run,
+    wait_for,
+)
 
 OOM = FailureCause("gpu_out_of_memory", True, "torch.OutOfMemoryError: CUDA out of memory", "log")
 BUG = FailureCause("exception", False, "KeyError: 'train/loss'", "log")
@@ -173,20 +181,6 @@ class TestReadProgress:
     def test_progress_of_an_empty_log_dir_says_why(self, tmp_path: Path) -> None:
         progress = read_progress(tmp_path)
         assert progress.last_step is None and "no TensorBoard event files" in progress.note
-
-
-def launch_local(tmp_path: Path, *entry_args: str, steps: int = 4):
-    plan = plan_launch(
-        TARGET,
-        backend=Backend.LOCAL,
-        site=local_site(tmp_path),
-        overrides=ONE_NODE,
-        steps=steps,
-        run_dir=tmp_path / "run",
-        entrypoint=(*STANDIN, *entry_args),
-    )
-    launch(plan)
-    return plan.run_dir
 
 
 class TestWatchLocalRuns:

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from rlgate.launch.manifest import load_manifest
-from rlgate.launch.plan import GYM_SUBMODULE
+from rlgate.launch.manifest import Backend, load_manifest
+from rlgate.launch.plan import GYM_SUBMODULE, launch, plan_launch
 from rlgate.launch.site import SiteConfig
 
 from . import REPO_ROOT as ROOT
@@ -50,6 +50,21 @@ def recipe_named(tmp_path: Path, stem: str) -> Path:
 def local_site(tmp_path: Path) -> SiteConfig:
     """A site config for ``--backend local``: only the environment."""
     return SiteConfig(env=swe_env(tmp_path))
+
+
+def launch_local(tmp_path: Path, *entry_args: str, steps: int = 4) -> Path:
+    """Launch the reference recipe locally on the stand-in driver; its run dir."""
+    plan = plan_launch(
+        TARGET,
+        backend=Backend.LOCAL,
+        site=local_site(tmp_path),
+        overrides=ONE_NODE,
+        steps=steps,
+        run_dir=tmp_path / "run",
+        entrypoint=(*STANDIN, *entry_args),
+    )
+    launch(plan)
+    return plan.run_dir
 
 
 def slurm_site(tmp_path: Path, **slurm: object) -> SiteConfig:

@@ -280,7 +280,14 @@ def build_band(
     return Band(metric, common, np.vstack(rows), alpha)
 
 
-def _overlap(band: Band, candidate: MetricSeries) -> tuple[np.ndarray, np.ndarray] | str:
+def _overlap(
+    band: Band | str, candidate: MetricSeries | None, metric: str
+) -> tuple[np.ndarray, np.ndarray] | str:
+    """The band's columns the candidate logged and its values there, else why not (an ERROR)."""
+    if isinstance(band, str):
+        return band
+    if candidate is None:
+        return f"{metric} not logged by the candidate"
     cols = np.flatnonzero(np.isin(band.steps, candidate.steps))
     if cols.size < 2:
         return f"candidate shares {cols.size} step(s) with the band; need >= 2"
@@ -307,12 +314,10 @@ def evaluate_band_curve(
             **rule,
         )
 
-    if isinstance(band, str) or candidate is None:
-        why = band if isinstance(band, str) else f"{metric} not logged by the candidate"
-        return result(Outcome.ERROR, None, why)
-    overlap = _overlap(band, candidate)
+    overlap = _overlap(band, candidate, metric)
     if isinstance(overlap, str):
         return result(Outcome.ERROR, None, overlap)
+    assert isinstance(band, Band)
     cols, vals = overlap
     bad = first_nonfinite(band.steps[cols], vals)
     if bad is not None:
@@ -355,15 +360,13 @@ def evaluate_band_mean(
             **({"bound": "?"} | rule),
         )
 
-    if isinstance(band, str) or candidate is None:
-        why = band if isinstance(band, str) else f"{metric} not logged by the candidate"
-        return result(Outcome.ERROR, None, why)
-    overlap = _overlap(band, candidate)
+    overlap = _overlap(band, candidate, metric)
     if isinstance(overlap, str):
         return result(Outcome.ERROR, None, overlap)
+    assert isinstance(band, Band)
     cols, vals = overlap
-    if not np.all(np.isfinite(vals)):
-        bad = first_nonfinite(band.steps[cols], vals)
+    bad = first_nonfinite(band.steps[cols], vals)
+    if bad is not None:
         return result(Outcome.FAIL, float("nan"), f"{metric}: non-finite {bad}")
     means = band.values[:, cols].mean(axis=1)
     center, sd = float(means.mean()), float(means.std(ddof=1))

@@ -226,6 +226,19 @@ def read_yaml(
         raise error(f"{file}: not valid YAML: {detail}", hint=hint) from exc
 
 
+def json_number(value: Any) -> float | None:
+    """A parsed JSON number as a float (NaN/inf kept, for a check to name); else None.
+
+    ``bool`` is not a number here; an integer literal beyond float range is +/-inf.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def read_json(
     path: str | os.PathLike[str],
     *,

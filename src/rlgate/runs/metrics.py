@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from rlgate.core.errors import MetricsError
-from rlgate.core.io import read_text
+from rlgate.core.io import json_number, read_text
 from rlgate.runs.tfrecord import read_event_file
 
 __all__ = [
@@ -608,16 +608,6 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _number(value: Any) -> float | None:
-    """``value`` as a float (NaN/inf kept); None when it is not a JSON number."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return float(value)
-    except OverflowError:  # an integer literal beyond float range
-        return math.inf if value > 0 else -math.inf
-
-
 def load_metrics_json(path: str | os.PathLike[str]) -> RunMetrics:
     """Read ``json_dump_tb_logs.py`` output: ``{tag: {step_str: value}}``."""
     file = Path(path)
@@ -682,7 +672,7 @@ def _parse_step(file: Path, tag: str, key: str) -> int:
 
 
 def _parse_value(file: Path, tag: str, key: str, value: Any) -> float:
-    number = _number(value)
+    number = json_number(value)
     if number is None:
         shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
         raise MetricsError(f"{file}: metric {tag!r} at step {key} is not a number: {shown[:60]}")
@@ -705,7 +695,7 @@ class _MlperfState:
     unmapped: set[str] = field(default_factory=set)
 
     def point(self, tag: str, step: int, value: Any, where: str) -> None:
-        number = float("nan") if value is None else _number(value)
+        number = float("nan") if value is None else json_number(value)
         if number is None:
             shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
             raise MetricsError(f"{where}: {tag} at step {step} is not a number: {shown[:60]}")

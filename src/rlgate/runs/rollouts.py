@@ -32,7 +32,6 @@ reward makes ``rollouts:reward_mean_min`` FAIL naming the line.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from rlgate.core.errors import MetricsError
+from rlgate.core.io import json_number
 
 __all__ = [
     "DEFAULT_ERROR_PATTERNS",
@@ -286,7 +286,7 @@ def summarize_rollout(row: Mapping[str, Any], line: int, spec: RolloutPatterns) 
     task = row.get("_ng_task_index")
     return RolloutSummary(
         line=line,
-        reward=_reward(row.get("reward")),
+        reward=json_number(row.get("reward")),
         turns=turns.token_turns or len(turns.segments),
         function_calls=calls,
         failed_calls=len(reasons),
@@ -297,16 +297,6 @@ def summarize_rollout(row: Mapping[str, Any], line: int, spec: RolloutPatterns) 
         schema_error=schema_error,
         task_index=task if isinstance(task, int) and not isinstance(task, bool) else None,
     )
-
-
-def _reward(value: Any) -> float | None:
-    """A numeric reward as float (NaN/inf kept, for the check to name); else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return float(value)
-    except OverflowError:  # an integer literal beyond float range
-        return math.inf if value > 0 else -math.inf
 
 
 def _validate(response: Any) -> str | None:

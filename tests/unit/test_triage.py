@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from rlgate.core.results import INFRA_CAUSE, Outcome, Result, Tier
+from rlgate.history.model import CommitRef
 from rlgate.history.triage import (
     DEFAULT_LAST,
     FLAKY_RATE,
@@ -21,7 +22,14 @@ from rlgate.history.triage import (
 )
 from rlgate.testing.corpus import EXPECTED_CATCHES, Fault
 
-from .helpers.triage_inputs import RECIPE, context_of, gate_results, nightly, swe_criteria
+from .helpers.triage_inputs import (
+    RECIPE,
+    commit,
+    context_of,
+    gate_results,
+    nightly,
+    swe_criteria,
+)
 
 SLOW = Fault.STEP_TIME_UP
 CAUGHT = EXPECTED_CATCHES[SLOW]  # the two perf checks a +20 % step time fails
@@ -247,6 +255,70 @@ class TestWindow:
         with pytest.raises(ValueError, match="flaky_rate must be in"):
             triage(slow(), [], flaky_rate=0.0)
         assert DEFAULT_LAST >= 1
+
+
+class TestBaselineCommit:
+    """``commit=``: the candidate is compared with the nightlies of a baseline commit."""
+
+    def history(self) -> list:
+        """Main broke at code B (n06..n10); a release branch of code A still passes."""
+        runs = [nightly(k, healthy(), code="A") for k in range(1, 6)]
+        runs += [nightly(k, slow(), code="B") for k in range(6, 11)]
+        runs += [nightly(k, healthy(), code="A", branch="release") for k in range(11, 13)]
+        return runs
+
+    def test_a_check_that_passed_on_the_baseline_is_a_regression_whatever_main_says(self) -> None:
+        base = CommitRef.parse(commit("A")["nemo_rl"])
+        assert set(labels_by_check(triage(slow(), self.history(), last=5)).values()) == {
+            Label.PRE_EXISTING
+        }
+        labels = triage(slow(), self.history(), last=5, commit=base)
+        assert labels_by_check(labels) == dict.fromkeys(CAUGHT, Label.REGRESSION)
+        step = next(lb for lb in labels if lb.check == STEP)
+        assert [m.nightly for m in step.history] == [
+            "n03", "n04", "n05", "release-n11", "release-n12"
+        ]  # fmt: skip
+        assert step.last_passing == "release-n12" and step.first_failing == "candidate"
+        assert f"baseline {base} passes it" in step.reason
+
+    def test_failing_on_the_baseline_too_is_pre_existing(self) -> None:
+        base = CommitRef.parse("nemo_rl=" + commit("B")["nemo_rl"][:7])
+        labels = triage(slow(), self.history(), commit=base)
+        step = next(lb for lb in labels if lb.check == STEP)
+        assert step.label is Label.PRE_EXISTING
+        assert [m.nightly for m in step.history] == [f"n{k:02d}" for k in range(6, 11)]
+        assert f"fails on baseline nemo_rl@{commit('B')['nemo_rl'][:7]} too" in step.reason
+
+    def test_abbreviations_and_checkouts_select_the_runs(self) -> None:
+        sha = commit("A")["nemo_rl"]
+        for text in (sha, sha[:7], sha.upper()[:12], f"nemo_rl={sha[:10]}"):
+            groups = window(self.history(), last=30, commit=CommitRef.parse(text))
+            assert len(groups) == 7, text  # n01..n05 and the two release nightlies
+        none = window(self.history(), last=30, commit=CommitRef.parse(f"nemo_gym={sha[:8]}"))
+        assert none == []
+        # every run records rlgate at 0*40: that checkout's commit matches them all
+        everyone = window(self.history(), last=30, commit=CommitRef.parse("rlgate=0000000"))
+        assert len(everyone) == 12
+        labels = triage(slow(), self.history(), commit=CommitRef.parse("f" * 40))
+        assert set(labels_by_check(labels).values()) == {Label.UNKNOWN}
+        assert "no baseline ffffffffffff nightly" in labels[0].reason
+
+    def test_later_baseline_runs_count_but_never_the_candidate_itself(self) -> None:
+        base = CommitRef.parse(commit("A")["nemo_rl"])
+        ctx = context_of(3, code="A").model_copy(update={"nightly_id": "n03"})
+        groups = window(self.history(), last=30, commit=base, before=ctx)
+        assert [n for n, _ in groups] == ["n01", "n02", "n04", "n05", "release-n11", "release-n12"]
+
+    def test_a_bad_commit_is_refused_with_the_reason(self) -> None:
+        for text, message in (
+            ("abc", "7 to 64 hexadecimal"),
+            ("main", "7 to 64 hexadecimal"),
+            ("=abcdef0", "name the checkout"),
+            ("nemo\x00rl=abcdef0", "name the checkout"),
+            ("abcdef0;rm -rf /", "7 to 64 hexadecimal"),
+        ):
+            with pytest.raises(ValueError, match=message):
+                CommitRef.parse(text)
 
 
 def test_tiers_and_names_key_a_check() -> None:

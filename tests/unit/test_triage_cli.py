@@ -22,7 +22,7 @@ from rlgate.testing.corpus import Fault
 
 from .helpers.corpus_build import corpus
 from .helpers.history_inputs import BACKENDS, database
-from .helpers.triage_inputs import gate_results, nightly, swe_criteria
+from .helpers.triage_inputs import commit, gate_results, nightly, swe_criteria
 
 STEP = "perf:timing/train/total_step_time"
 
@@ -136,6 +136,29 @@ class TestLabels:
         assert main([*again, "--main-branch", "feature"]) == ExitCode.FAIL
         assert "regression" in capsys.readouterr().out
 
+    def test_a_baseline_commit_replaces_the_main_window(self, tmp_path, candidates, capsys) -> None:
+        """Main fails too (pre-existing, exit 0); the PR's merge base passed it: regression."""
+        db = str(tmp_path / "h.db")
+        record(db, nights(lambda k: gate_results(Fault.STEP_TIME_UP), code="B"))
+        healthy = lambda k: gate_results(Fault.HEALTHY)  # noqa: E731
+        record(db, nights(healthy, n=3, code="A", branch="release"))
+        args = ["triage", "--candidate", str(candidates["slow_junit"]), "--db", db]
+        assert main(args) == ExitCode.OK
+        assert capsys.readouterr().out.count("pre-existing") == 2
+        sha = commit("A")["nemo_rl"][:10]
+        out_json = tmp_path / "t.json"
+        code = main([*args, "--baseline-commit", f"nemo_rl={sha}", "--json", str(out_json)])
+        out = capsys.readouterr().out
+        assert code == ExitCode.FAIL and out.count("regression") == 2
+        assert f"against 3 baseline nemo_rl@{sha} nightlies (last 30)" in out
+        assert f"baseline nemo_rl@{sha} last 30" in out
+        doc = json.loads(out_json.read_text())
+        assert doc["baseline_commit"] == {"sha": sha, "checkout": "nemo_rl"}
+        assert doc["nightlies"] == 3 and doc["exit_code"] == 1
+        assert main([*args, "--baseline-commit", "abcdef0123"]) == ExitCode.FAIL
+        out = capsys.readouterr().out
+        assert "holds no run of commit abcdef0123" in out and out.count("unknown") >= 2
+
     def test_a_passing_candidate_exits_0(self, tmp_path, candidates, capsys) -> None:
         db = str(tmp_path / "h.db")
         code = main(["triage", "--candidate", str(candidates["healthy_junit"]), "--db", db])
@@ -174,6 +197,8 @@ class TestBadInput:
             ("--last", "0"): "argument --last: 0 is outside 1..10,000",
             ("--flaky-rate", "0"): "argument --flaky-rate:",
             ("--flaky-rate", "1.5"): "argument --flaky-rate:",
+            ("--baseline-commit", "HEAD~1"): "argument --baseline-commit: 'HEAD~1': a commit is",
+            ("--baseline-commit", "=abcdef0"): "name the checkout",
         }
         for opt, message in cases.items():
             with pytest.raises(SystemExit) as exc:

@@ -30,7 +30,8 @@ MAX_LAST = 10_000
 _DOC = (
     "Label every failing or erroring gate check of a candidate (JUnit, check-run --json or "
     "swe compare --json) against the last N nightlies of the main branch in the history "
-    "database: regression, pre-existing, flaky, infra, or unknown (no main nightly ran it). "
+    "database (or against the nightlies of a baseline commit, --baseline-commit): "
+    "regression, pre-existing, flaky, infra, or unknown (no main nightly ran it). "
     "Exit codes: 0 nothing regressed (no failing check, or only pre-existing ones), 1 a "
     "regression or an unknown failure (never waved through), 2 usage/invalid input, 3 only "
     "infra or flaky failures left unresolved (rerun them)."
@@ -56,6 +57,14 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--main-branch", default="main", help="the branch of reference (main)")
     p.add_argument(
+        "--baseline-commit",
+        type=_commit_ref,
+        metavar="[CHECKOUT=]SHA",
+        help="compare with the nightlies of this commit (e.g. the pull request's merge base; "
+        "any branch, 7+ hex characters, CHECKOUT is nemo_rl, nemo_gym, rlgate, ...) instead "
+        "of the last N nightlies of --main-branch",
+    )
+    p.add_argument(
         "--nightly-id",
         help="the candidate's own nightly, when it is recorded already: left out of the comparison",
     )
@@ -78,6 +87,15 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
         help="write the candidate's gate checks as JUnit here, with rlgate.triage.* properties",
     )
     p.set_defaults(func=_cmd_triage)
+
+
+def _commit_ref(text: str) -> Any:
+    from rlgate.history.model import CommitRef
+
+    try:
+        return CommitRef.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 # --- the candidate ----------------------------------------------------------------------------
@@ -197,7 +215,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     from rlgate.cli.runs import _require_file_path
     from rlgate.core.io import write_json_atomic, write_text_atomic
     from rlgate.history.store import open_store
-    from rlgate.history.triage import triage, window
+    from rlgate.history.triage import reference_name, triage, window
 
     for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
         _require_file_path(flag, out)
@@ -207,28 +225,33 @@ def _cmd_triage(args: argparse.Namespace) -> int:
         by_recipe.setdefault(recipe, []).append(result)
     labels: list[TriageLabel] = []
     nightlies: set[str] = set()
+    commit = args.baseline_commit
+    branch = None if commit is not None else args.main_branch
     with open_store(args.db) as store:
         for recipe, results in by_recipe.items():
-            history = store.runs(recipe=recipe, branch=args.main_branch, last=args.last + 1)
+            history = store.runs(recipe=recipe, branch=branch, commit=commit, last=args.last + 1)
             if args.nightly_id:  # the candidate's own nightly is not history
                 history = [r for r in history if r.context.nightly_id != args.nightly_id]
-            kept = window(history, main_branch=args.main_branch, last=args.last, recipe=recipe)
+            window_args = {"main_branch": args.main_branch, "last": args.last, "commit": commit}
+            kept = window(history, recipe=recipe, **window_args)
             nightlies |= {nightly for nightly, _ in kept}
             labels += triage(
-                results,
-                history,
-                main_branch=args.main_branch,
-                last=args.last,
-                flaky_rate=args.flaky_rate,
-                recipe=recipe,
+                results, history, flaky_rate=args.flaky_rate, recipe=recipe, **window_args
             )
+    ref = reference_name(args.main_branch, commit)
     title = (
         f"rlgate triage: {len(labels)} failing gate check(s) of the candidate against "
-        f"{len(nightlies)} {args.main_branch} nightlies (last {args.last})"
+        f"{len(nightlies)} {ref} nightlies (last {args.last})"
     )
-    header = ("check", "candidate", f"{args.main_branch} last {args.last}", "label", "evidence")
+    header = ("check", "candidate", f"{ref} last {args.last}", "label", "evidence")
     print(render_table(labels, title, header), end="")
-    if not nightlies:
+    if not nightlies and commit is not None:
+        print(
+            f"note: the history holds no run of commit {commit} for the candidate's "
+            "recipe(s): every failing check is unknown (record the baseline's runs with "
+            "--commit, or check the commit)"
+        )
+    elif not nightlies:
         print(
             f"note: the history holds no {args.main_branch!r} nightly of the candidate's "
             "recipe(s): every failing check is unknown (record nightlies with --branch, or "
@@ -239,6 +262,9 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     if args.json_out:
         doc = {
             "main_branch": args.main_branch,
+            "baseline_commit": None
+            if commit is None
+            else {"sha": commit.sha, "checkout": commit.checkout},
             "last": args.last,
             "flaky_rate": args.flaky_rate,
             "nightlies": len(nightlies),

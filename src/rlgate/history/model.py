@@ -13,6 +13,8 @@ CSV files and SQL); a ``recorded_at`` without a time zone is read as UTC.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -24,6 +26,7 @@ from rlgate.swe.records import Outcome as SweOutcome
 
 __all__ = [
     "MAX_ID_CHARS",
+    "CommitRef",
     "RecordedRun",
     "RunContext",
     "SweInstanceRow",
@@ -109,3 +112,53 @@ class RecordedRun(_Record):
     context: RunContext
     results: list[Result]
     promoted: bool = False
+
+
+_SHA = re.compile(r"[0-9a-f]{7,64}")
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRef:
+    """A baseline commit runs are looked up by: ``[CHECKOUT=]SHA`` (``rlgate triage``).
+
+    ``sha`` is a hexadecimal commit of at least 7 characters (an abbreviation matches the
+    full commit a run recorded, and a full one matches a recorded abbreviation);
+    ``checkout`` (``nemo_rl``, ``nemo_gym``, ``rlgate``, ...) limits the match to that
+    checkout's commit, else any recorded checkout at that commit matches.
+    """
+
+    sha: str
+    checkout: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> CommitRef:
+        """``SHA`` or ``CHECKOUT=SHA`` (ValueError saying what is wrong)."""
+        checkout, sep, sha = text.strip().rpartition("=")
+        sha = sha.strip().lower()
+        if not _SHA.fullmatch(sha):
+            raise ValueError(
+                f"{text!r}: a commit is 7 to 64 hexadecimal characters (CHECKOUT=SHA or SHA)"
+            )
+        checkout = checkout.strip()
+        if sep and (not checkout or len(checkout) > MAX_ID_CHARS or not checkout.isprintable()):
+            raise ValueError(f"{text!r}: name the checkout before '=' (e.g. nemo_rl=SHA)")
+        return cls(sha=sha, checkout=checkout or None)
+
+    def matches(self, commits: dict[str, str]) -> bool:
+        """True when the recorded ``commits`` hold this commit (in ``checkout`` if set)."""
+        items = (
+            commits.items()
+            if self.checkout is None
+            else [(self.checkout, commits.get(self.checkout, ""))]
+        )
+        for _, recorded in items:
+            recorded = recorded.lower()
+            if len(recorded) >= 7 and (
+                recorded.startswith(self.sha) or self.sha.startswith(recorded)
+            ):
+                return True
+        return False
+
+    def __str__(self) -> str:
+        sha = self.sha[:12]
+        return f"{self.checkout}@{sha}" if self.checkout else sha

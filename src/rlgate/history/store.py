@@ -44,7 +44,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 from rlgate.core.errors import InfraError, RlgateError
 from rlgate.core.results import RESULT_SCHEMA_VERSION, Op, Outcome, Result, Tier
 from rlgate.core.text import one_line
-from rlgate.history.model import RecordedRun, RunContext, SweInstanceRow, utc_now
+from rlgate.history.model import CommitRef, RecordedRun, RunContext, SweInstanceRow, utc_now
 from rlgate.history.schema import ResultRow, RunRow, StepRow, SweRow
 
 __all__ = [
@@ -596,11 +596,13 @@ class Store:
         last: int | None = None,
         label: str | None = None,
         hardware: str | None = None,
+        commit: CommitRef | None = None,
     ) -> list[RecordedRun]:
         """Recorded runs, newest first (by ``recorded_at``), with their Results.
 
         ``last`` counts nightlies: the runs of the ``last`` most recent distinct
         ``nightly_id`` values, a run without one counting as a nightly of its own.
+        ``commit``: only runs whose recorded commits hold it (:class:`CommitRef`).
         """
         if last is not None and last < 1:
             raise RlgateError(f"last must be >= 1, got {last}")
@@ -616,6 +618,8 @@ class Store:
         ]
         with self._begin() as conn:
             rows = self._contexts(conn, where)
+            if commit is not None:
+                rows = [r for r in rows if commit.matches(r.commits or {})]
             if last is not None:
                 keep, nightlies = [], set()
                 for row in rows:

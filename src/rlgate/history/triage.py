@@ -23,7 +23,12 @@ Pure: Results and recorded runs in, one :class:`TriageLabel` per failing or erro
 
 The window is the last ``last`` nightlies of ``main_branch`` (runs grouped by
 ``nightly_id``, else each run alone) recorded before the candidate (its own nightly and
-run excluded), of the candidate's recipe when it has one. A judged outcome is a PASS, a
+run excluded), of the candidate's recipe when it has one. With a baseline ``commit``
+(:class:`~rlgate.history.model.CommitRef`, e.g. the merge base of a pull request) the
+window is instead the last ``last`` nightlies, of any branch and any time, whose recorded
+commits hold that commit (its own nightly and run still excluded): "main" above then reads
+"the baseline commit", and a regression is a check that passed on the baseline and fails
+on the candidate. A judged outcome is a PASS, a
 FAIL or an ERROR without infrastructure cause; SKIPs and infra errors are not judgements.
 """
 
@@ -39,7 +44,7 @@ from enum import Enum
 from typing import Any
 
 from rlgate.core.results import INFRA_CAUSE, Outcome, Result, Tier
-from rlgate.history.model import RecordedRun, RunContext
+from rlgate.history.model import CommitRef, RecordedRun, RunContext
 
 __all__ = [
     "DEFAULT_LAST",
@@ -55,6 +60,7 @@ __all__ = [
     "marks_by_check",
     "nightlies",
     "outcome_strip",
+    "reference_name",
     "triage",
     "window",
 ]
@@ -180,21 +186,29 @@ def window(
     last: int = DEFAULT_LAST,
     recipe: str | None = None,
     before: RunContext | None = None,
+    commit: CommitRef | None = None,
 ) -> list[tuple[str, list[RecordedRun]]]:
     """The last ``last`` nightlies of ``main_branch`` (oldest first), as triage compares with.
 
     ``recipe``: only its runs. ``before``: only runs recorded before that context, and none
-    of its nightly or run (a candidate is never compared with itself).
+    of its nightly or run (a candidate is never compared with itself). ``commit``: the
+    nightlies of that baseline commit instead, on any branch, recorded at any time (the
+    baseline's code does not change; ``before``'s nightly and run are still left out).
     """
     if last < 1:
         raise ValueError(f"last must be at least 1, got {last}")
     kept = []
     for run in history:
         ctx = run.context
-        if ctx.branch != main_branch or (recipe is not None and ctx.recipe != recipe):
+        if recipe is not None and ctx.recipe != recipe:
+            continue
+        if commit is not None:
+            if not commit.matches(ctx.commits):
+                continue
+        elif ctx.branch != main_branch:
             continue
         if before is not None and (
-            ctx.recorded_at >= before.recorded_at
+            (commit is None and ctx.recorded_at >= before.recorded_at)
             or ctx.run_id == before.run_id
             or (before.nightly_id is not None and ctx.nightly_id == before.nightly_id)
         ):
@@ -340,6 +354,11 @@ class TriageLabel:
         }
 
 
+def reference_name(main_branch: str, commit: CommitRef | None) -> str:
+    """What the candidate is compared with, as the reasons say it (``main``, ``baseline X``)."""
+    return f"baseline {commit}" if commit is not None else main_branch
+
+
 def _value(mark: Mark) -> str:
     return "" if mark.value is None else f" ({mark.value:.4g})"
 
@@ -353,6 +372,7 @@ def _label_one(
     code: tuple[Any, ...] | None,
     flaky_rate: float,
     window_ids: tuple[str, ...],
+    ref: str = "main",
 ) -> TriageLabel | None:
     failing = [r for r in results if r.outcome in (Outcome.FAIL, Outcome.ERROR)]
     if not failing:
@@ -381,7 +401,7 @@ def _label_one(
         )  # fmt: skip
     if flips >= MIN_FLIPS and flips / transitions >= flaky_rate:
         reason = (
-            f"outcome flipped {flips} times in {transitions} same-code transitions on main "
+            f"outcome flipped {flips} times in {transitions} same-code transitions on {ref} "
             f"({flips / transitions:.0%} >= {flaky_rate:.0%}; at {', '.join(where[:5])})"
         )
         return TriageLabel(
@@ -390,12 +410,12 @@ def _label_one(
     judged = [m for m in marks if m.judged]
     stats = {"flips": flips, "transitions": transitions}
     if not judged:
-        reason = f"no main nightly of the last {len(window_ids)} judged it: cannot be excused"
+        reason = f"no {ref} nightly of the last {len(window_ids)} judged it: cannot be excused"
         return TriageLabel(label=Label.UNKNOWN, reason=reason, **stats, **base)
     passes = [m for m in judged if m.passed]
     if not passes:
         reason = (
-            f"fails on main too: failed in all {len(judged)} main nightlies that ran it, "
+            f"fails on {ref} too: failed in all {len(judged)} {ref} nightlies that ran it, "
             f"since {judged[0].nightly}{_value(judged[0])} at least"
         )
         return TriageLabel(
@@ -407,12 +427,12 @@ def _label_one(
     if after:
         first = after[0]
         reason = (
-            f"passed on main in {last_pass.nightly}{_value(last_pass)}; main fails since "
+            f"passed on {ref} in {last_pass.nightly}{_value(last_pass)}; {ref} fails since "
             f"{first.nightly}{_value(first)} ({len(after)} nightlies)"
         )
         first_failing = first.nightly
     else:
-        reason = f"main passes it (last: {last_pass.nightly}{_value(last_pass)}); fails now"
+        reason = f"{ref} passes it (last: {last_pass.nightly}{_value(last_pass)}); fails now"
         first_failing = "candidate"
     return TriageLabel(
         label=Label.REGRESSION, reason=reason, first_failing=first_failing,
@@ -429,6 +449,7 @@ def triage(
     flaky_rate: float = FLAKY_RATE,
     recipe: str | None = None,
     context: RunContext | None = None,
+    commit: CommitRef | None = None,
 ) -> list[TriageLabel]:
     """Label every failing or erroring gate check of ``candidate`` (module docstring).
 
@@ -444,6 +465,8 @@ def triage(
         context: the candidate's own context, when it was recorded: its code (a rerun of
             the same code that passed makes the check flaky) and its time (later runs, its
             nightly and itself are left out). Its recipe is not a filter: ``recipe`` is.
+        commit: a baseline commit: compare with its nightlies (any branch) instead of the
+            last ``last`` nightlies of ``main_branch``.
     """
     if not 0.0 < flaky_rate <= 1.0:
         raise ValueError(f"flaky_rate must be in (0, 1], got {flaky_rate}")
@@ -454,7 +477,9 @@ def triage(
     failing = [k for k, rs in per.items() if any(r.outcome in _BAD for r in rs)]
     if not failing:
         return []
-    groups = window(history, main_branch=main_branch, last=last, recipe=recipe, before=context)
+    groups = window(
+        history, main_branch=main_branch, last=last, recipe=recipe, before=context, commit=commit
+    )
     marks = marks_by_check(groups, failing)
     window_ids = tuple(n for n, _ in groups)
     code = code_of(context) if context is not None else None
@@ -468,6 +493,7 @@ def triage(
             code=code,
             flaky_rate=flaky_rate,
             window_ids=window_ids,
+            ref=reference_name(main_branch, commit),
         )
         if label is not None:
             labels.append(label)

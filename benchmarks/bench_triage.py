@@ -17,7 +17,10 @@ Measured, on an SQLite file and on a throw-away PostgreSQL server (rlgate.testin
   opening and migrating-check the store, reading, triaging, printing);
 * ``process``: the same command as a new process (interpreter start and imports included).
 
-* ``imports``: a new process importing what the command imports (interpreter start included).
+* ``imports``: a new process importing what the command imports (interpreter start included);
+* ``scipy``: what importing SciPy's ``stats`` and ``optimize`` costs a new process, which
+  ``rlgate triage`` no longer pays (``swe.stats`` imports SciPy where it computes, and the
+  report's readers take ``RunDocument`` from ``checks.document``, not ``checks.plan``).
 
 Named baseline for the ratios: ``every``, indexing the history of every check of the window
 before labelling (rlgate's first version; what the report's trend figures need), against
@@ -171,6 +174,9 @@ def measure(db: str, files: list[Path], recipes: int, last: int, repeats: int) -
     t_proc, proc = best(lambda: subprocess.run(cmd, capture_output=True, env=env), runs)
     imports = [sys.executable, "-c", IMPORTS]
     t_imp, _ = best(lambda: subprocess.run(imports, capture_output=True, env=env, check=True), runs)
+    scipy = [sys.executable, "-c", "import scipy.stats, scipy.optimize"]
+    t_bare, _ = best(lambda: subprocess.run([sys.executable, "-c", ""], env=env), runs)
+    t_scipy, _ = best(lambda: subprocess.run(scipy, env=env, check=True), runs)
     found = sorted({lb.label.value for lb in labels})
     checks = sum(len(rs) for rs in by_recipe.values())
     print(f"  candidate: {checks} gate checks in {len(files)} files; labels {found}; exit {code}")
@@ -183,6 +189,7 @@ def measure(db: str, files: list[Path], recipes: int, last: int, repeats: int) -
         "cli": t_cli,
         "process": t_proc,
         "imports": t_imp,
+        "scipy": t_scipy - t_bare,
     }
 
 
@@ -233,7 +240,9 @@ def main() -> None:
         print(
             f"{name}: triage {t['every'] / t['triage']:.1f}x faster than indexing every check; "
             f"cli {t['cli'] / TARGET_S:.2f} of the {TARGET_S:g} s target; a new process "
-            f"{t['process'] / TARGET_S:.2f} of it, {t['imports']:.2f} s of which is imports"
+            f"{t['process'] / TARGET_S:.2f} of it, {t['imports']:.2f} s of which is imports; "
+            f"SciPy, which the command no "
+            f"longer imports, would add {t['scipy']:.2f} s"
         )
     if len(rows) == 2:
         print(f"postgresql / sqlite, cli: {rows['postgresql']['cli'] / rows['sqlite']['cli']:.2f}x")

@@ -344,6 +344,27 @@ class TestOpening:
 
 
 class TestSchema:
+    def test_the_head_revision_constant_is_alembics(self) -> None:
+        from alembic.script import ScriptDirectory
+
+        from rlgate.history.store import HEAD_REVISION, MIGRATIONS
+
+        assert ScriptDirectory(str(MIGRATIONS)).get_current_head() == HEAD_REVISION
+
+    def test_a_database_at_head_opens_without_importing_alembic(self, tmp_path: Path) -> None:
+        import subprocess
+        import sys
+
+        path = tmp_path / "h.db"
+        code = (
+            "import sys; from rlgate.history.store import open_store\n"
+            f"with open_store({str(path)!r}) as s: s.runs()\n"
+            "print('alembic' in sys.modules)"
+        )
+        first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert (first.stdout, again.stdout) == ("True\n", "False\n"), (first.stderr, again.stderr)
+
     def test_the_tables_are_what_the_migrations_build(self, db: str) -> None:
         with open_store(db) as store, store.engine.connect() as conn:
             context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})

@@ -21,7 +21,8 @@ import pytest
 from pydantic import create_model
 
 from rlgate.checks import kinds as kinds_package
-from rlgate.checks.plan import RunDocument, load_plan
+from rlgate.checks.document import RunDocument
+from rlgate.checks.plan import load_plan
 from rlgate.checks.registry import (
     CheckKind,
     Need,

@@ -23,10 +23,9 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
-
+from rlgate.checks.document import RunDocument
 from rlgate.checks.registry import (
     NEED_OPTION,
     GateInputs,
@@ -38,7 +37,6 @@ from rlgate.checks.registry import (
     parse_gate,
 )
 from rlgate.core.errors import MetricsError, RecipeError, RlgateError
-from rlgate.core.io import SCHEMA_VERSION
 from rlgate.core.junit import JunitCase, JunitSuite, write_junit
 from rlgate.core.results import CHECK_TIERS, Outcome, Result, Tier
 from rlgate.core.results import render_table as _render_results
@@ -53,7 +51,6 @@ __all__ = [
     "GateReport",
     "Need",
     "PlannedCheck",
-    "RunDocument",
     "evaluate_check",
     "load_inputs",
     "load_plan",
@@ -193,54 +190,6 @@ def skipped_result(check: PlannedCheck, reason: str) -> Result:
     return Result(
         name=check.name, tier=check.tier, outcome=Outcome.SKIP, message=reason, metric=check.metric
     )
-
-
-_Text = Annotated[StrictStr, Field(min_length=1)]
-_Count = Annotated[int, Field(ge=0, strict=True)]
-
-
-class RunDocument(BaseModel):
-    """``rlgate check-run --json`` (and the convergence/perf tiers' ``--rlgate-json``).
-
-    Written by :meth:`GateReport.document`, read back by ``rlgate report`` with the same
-    model: ``{schema_version, recipe, run, source_kind, target_step, passed, checks,
-    skipped, warnings, files, rollouts}``; ``checks`` are the evaluated checks' Results,
-    ``skipped`` the skipped ones' (each also with ``reason``, its message). Strict: no
-    string or boolean read as a number.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="allow")
-
-    schema_version: Annotated[int, Field(strict=True)] = SCHEMA_VERSION
-    recipe: _Text
-    run: _Text
-    source_kind: StrictStr | None = None
-    target_step: _Count | None = None
-    passed: StrictBool
-    checks: tuple[Result, ...]
-    skipped: tuple[Result, ...] = ()
-    warnings: tuple[StrictStr, ...] = ()
-    files: tuple[StrictStr, ...] = ()
-    rollouts: dict[str, Any] | None = None
-
-    @field_validator("skipped", mode="before")
-    @classmethod
-    def _skip_entries(cls, value: Any) -> Any:
-        """``{name, tier, reason}`` entries (every version wrote these keys) are SKIP Results."""
-        if not isinstance(value, list | tuple):
-            return value
-        return [
-            {"status": "skip", "message": item.get("reason", ""), **item}
-            if isinstance(item, dict)
-            else item
-            for item in value
-        ]
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form (``schema_version`` first, as ``core.io.write_json_atomic`` adds it)."""
-        doc = self.model_dump(mode="json", exclude={"schema_version"})
-        doc["skipped"] = [{**s, "reason": s["message"]} for s in doc["skipped"]]
-        return doc
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ from rlgate.history.schema import ResultRow, RunRow, StepRow, SweRow
 __all__ = [
     "BUSY_TIMEOUT_S",
     "DB_ENV",
+    "HEAD_REVISION",
     "MIGRATIONS",
     "VERSION_TABLE",
     "Store",
@@ -66,6 +67,8 @@ CONNECT_TIMEOUT_S = 10
 MIGRATIONS = Path(__file__).with_name("migrations")
 #: Alembic's version table for this schema (a shared database may hold other Alembic apps).
 VERSION_TABLE = "rlgate_history_version"
+#: The newest revision in ``migrations/versions`` (a unit test checks Alembic agrees).
+HEAD_REVISION = "0002"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _PG_LOCK = 0x726C67617465  # "rlgate": the advisory lock migrations take on PostgreSQL
 _CHUNK = 500  # ids per IN (...) list
@@ -227,15 +230,29 @@ def _alembic_config(conn: Connection) -> Any:
     return config
 
 
+def _at_head(conn: Connection, tables: set[str]) -> bool:
+    """True when the version table holds :data:`HEAD_REVISION` alone (no Alembic needed)."""
+    if VERSION_TABLE not in tables:
+        return False
+    rows = conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
+    return [tuple(r) for r in rows] == [(HEAD_REVISION,)]
+
+
 def _upgrade(conn: Connection, shown: str) -> None:
-    """Bring the schema to the newest revision, refusing a foreign or newer database."""
+    """Bring the schema to the newest revision, refusing a foreign or newer database.
+
+    A database already at :data:`HEAD_REVISION` (every open but the first after an
+    upgrade) is recognised without importing Alembic (0.2 s of a ``rlgate triage``).
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK})
+    tables = set(sa.inspect(conn).get_table_names())
+    if _at_head(conn, tables):
+        return
     from alembic import command
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
-    if conn.dialect.name == "postgresql":
-        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK})
-    tables = set(sa.inspect(conn).get_table_names())
     script = ScriptDirectory(str(MIGRATIONS))
     head = script.get_current_head()
     if VERSION_TABLE not in tables:

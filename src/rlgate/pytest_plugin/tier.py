@@ -12,7 +12,7 @@ Each evaluated check's :class:`~rlgate.core.results.Result` goes to JUnit throug
 ``gate_record`` (its ``rlgate.*`` properties, plus ``rlgate.recipe`` and ``rlgate.run_dir``).
 
 One evaluation serves both outputs: with ``--rlgate-json FILE`` the session also writes the
-``rlgate check-run --json`` document (:class:`~rlgate.checks.plan.RunDocument`) of the
+``rlgate check-run --json`` document (:class:`~rlgate.checks.document.RunDocument`) of the
 checks it evaluated and skipped, so a nightly job never evaluates a run twice.
 """
 

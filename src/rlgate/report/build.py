@@ -26,7 +26,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from rlgate.checks.plan import RunDocument
+from rlgate.checks.document import RunDocument
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import write_bytes_atomic, write_json_atomic, write_text_atomic
 from rlgate.core.results import Outcome, Tier

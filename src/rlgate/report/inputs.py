@@ -12,7 +12,7 @@ kind of input, and what they give is typed results:
   (delta, CI) must be finite;
 * JSON (``check-run --json``, ``swe compare --json``): at most ``MAX_JSON_BYTES`` of strict
   UTF-8 read by :func:`rlgate.core.io.read_json`, then validated by the models that write
-  them (``checks.plan.RunDocument``, whose checks are Results) or strict pydantic models
+  them (``checks.document.RunDocument``, whose checks are Results) or strict pydantic models
   (no coercion of strings or booleans to numbers, finite numbers, rates in [0, 1], counts
   >= 0, both arms and the dataset of the same size; criteria are Results).
 
@@ -37,7 +37,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rlgate.checks.plan import RunDocument
+from rlgate.checks.document import RunDocument
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import SCHEMA_VERSION, read_json, require_regular_file
 from rlgate.core.junit import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlgate.checks.plan import RunDocument
+from rlgate.checks.document import RunDocument
 from rlgate.core.results import Outcome
 from rlgate.report.inputs import Case, JunitEvidence, SweDoc
 from rlgate.report.plots import Figure

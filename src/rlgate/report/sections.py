@@ -49,7 +49,7 @@ from rlgate.report.document import (
 from rlgate.report.triage_section import triage_report_section
 
 if TYPE_CHECKING:
-    from rlgate.checks.plan import RunDocument
+    from rlgate.checks.document import RunDocument
     from rlgate.report.inputs import Case
     from rlgate.report.model import ReleaseReport
     from rlgate.report.verdict import TierSummary

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from rlgate.checks.plan import RunDocument
+from rlgate.checks.document import RunDocument
 from rlgate.core.errors import RlgateError
 from rlgate.core.junit import JunitSuite
 from rlgate.core.results import RELEASE_TIERS, Outcome, Tier

@@ -32,7 +32,8 @@ use the exact conditional McNemar power (:func:`mde_exact_mcnemar`).
 
 Libraries do the textbook parts: the McNemar p-value is statsmodels' ``mcnemar``, the
 standard error ``scipy.stats.sem``, the quantiles ``scipy.stats.norm``/``binom``, the
-roots ``scipy.optimize.brentq``. Hand-written and why: the resampling (see
+roots ``scipy.optimize.brentq`` (SciPy imported by the functions that compute, not with
+the module: readers of the SWE records need no SciPy). Hand-written and why: the resampling (see
 :mod:`rlgate.core.resampling`), and the one-seed power enumeration, whose table of
 critical gains is the McNemar rejection rule evaluated for every ``D = 0..n`` at once from
 the binomial quantile (a p-value per ``(D, c)`` is O(n^2): minutes at ``n = 100,000``);
@@ -46,8 +47,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize as _opt
-from scipy import stats as _sps
 
 from rlgate.core.resampling import bootstrap_means, resample
 
@@ -101,6 +100,8 @@ def _as_1d(values: ArrayLike, name: str) -> NDArray[np.float64]:
 
 def mean_se(values: ArrayLike) -> MeanSE:
     """Return the mean and its standard error ``sd(ddof=1) / sqrt(n)`` (``scipy.stats.sem``)."""
+    from scipy import stats as _sps  # ~1 s: imported when computed
+
     arr = _as_1d(values, "values")
     if arr.size == 1:
         return MeanSE(float(arr[0]), None, 1)
@@ -208,6 +209,8 @@ def _critical_gains(n: int, alpha: float) -> NDArray[np.int64]:
     such ``k*``, found for every D at once from the binomial quantile (checked at its
     neighbours, so rounding in ``ppf`` cannot move it). O(n), not O(n^2).
     """
+    from scipy import stats as _sps  # ~1 s: imported when computed
+
     if n > MAX_EXACT_N:
         raise ValueError(f"n must be <= {MAX_EXACT_N:,} for the exact enumeration, got {n:,}")
     totals = np.arange(n + 1)
@@ -220,6 +223,8 @@ def _critical_gains(n: int, alpha: float) -> NDArray[np.int64]:
 
 
 def _power_from_crit(n: int, discordance: float, delta: float, crit: NDArray[np.int64]) -> float:
+    from scipy import stats as _sps  # ~1 s: imported when computed
+
     totals = np.arange(n + 1)
     q = (discordance + delta) / (2.0 * discordance)
     weights = _sps.binom.pmf(totals, n, discordance)
@@ -250,6 +255,8 @@ def mde_exact_mcnemar(
     when even ``delta = discordance`` (every discordant pair a gain) is not detected
     with that power.
     """
+    from scipy import optimize as _opt  # ~1 s: imported when computed
+
     _check_design(n, discordance, alpha, power)
     crit = _critical_gains(n, alpha)
 
@@ -270,6 +277,9 @@ def mde_connor(n: int, discordance: float, *, alpha: float = 0.05, power: float 
     ``[0, psi]`` by ``scipy.optimize.brentq``; ``psi`` when no ``d`` up to ``psi``
     satisfies it (``n`` too small).
     """
+    from scipy import optimize as _opt  # ~1 s: imported when computed
+    from scipy import stats as _sps
+
     _check_design(n, discordance, alpha, power)
     za = float(_sps.norm.ppf(1.0 - alpha / 2.0))
     zb = float(_sps.norm.ppf(power))
@@ -293,6 +303,8 @@ def mde_normal(
     noise_fraction: float = DEFAULT_NOISE_FRACTION,
 ) -> float:
     """Normal-approximation MDE with ``seeds`` runs per arm (model in the module docstring)."""
+    from scipy import stats as _sps  # ~1 s: imported when computed
+
     _check_design(n, discordance, alpha, power)
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")

@@ -1,0 +1,64 @@
+"""The check-run document: what ``rlgate check-run --json`` writes and ``rlgate report`` reads.
+
+A record only (pydantic and :class:`~rlgate.core.results.Result`): readers of the document
+(the report, ``rlgate triage``) import it without the check kinds, the metric readers or
+SciPy, which :mod:`rlgate.checks.plan` (its writer) needs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
+
+from rlgate.core.io import SCHEMA_VERSION
+from rlgate.core.results import Result
+
+__all__ = ["RunDocument"]
+
+_Text = Annotated[StrictStr, Field(min_length=1)]
+_Count = Annotated[int, Field(ge=0, strict=True)]
+
+
+class RunDocument(BaseModel):
+    """``rlgate check-run --json`` (and the convergence/perf tiers' ``--rlgate-json``).
+
+    Written by :meth:`GateReport.document`, read back by ``rlgate report`` with the same
+    model: ``{schema_version, recipe, run, source_kind, target_step, passed, checks,
+    skipped, warnings, files, rollouts}``; ``checks`` are the evaluated checks' Results,
+    ``skipped`` the skipped ones' (each also with ``reason``, its message). Strict: no
+    string or boolean read as a number.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    schema_version: Annotated[int, Field(strict=True)] = SCHEMA_VERSION
+    recipe: _Text
+    run: _Text
+    source_kind: StrictStr | None = None
+    target_step: _Count | None = None
+    passed: StrictBool
+    checks: tuple[Result, ...]
+    skipped: tuple[Result, ...] = ()
+    warnings: tuple[StrictStr, ...] = ()
+    files: tuple[StrictStr, ...] = ()
+    rollouts: dict[str, Any] | None = None
+
+    @field_validator("skipped", mode="before")
+    @classmethod
+    def _skip_entries(cls, value: Any) -> Any:
+        """``{name, tier, reason}`` entries (every version wrote these keys) are SKIP Results."""
+        if not isinstance(value, list | tuple):
+            return value
+        return [
+            {"status": "skip", "message": item.get("reason", ""), **item}
+            if isinstance(item, dict)
+            else item
+            for item in value
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form (``schema_version`` first, as ``core.io.write_json_atomic`` adds it)."""
+        doc = self.model_dump(mode="json", exclude={"schema_version"})
+        doc["skipped"] = [{**s, "reason": s["message"]} for s in doc["skipped"]]
+        return doc

@@ -386,3 +386,62 @@ class TestReleaseReport:
         assert code == 2
         err = _one_error(capsys)
         assert "483 instances kept + 3 excluded is not the full comparison's 500" in err
+
+
+class TestFlakyAcrossStoredRuns:
+    """One seed per nightly cannot show a flip; the seeds the history stored can."""
+
+    def nightly(self, seeds, tmp_path, db, k, *extra):
+        return _compare(
+            tmp_path, seeds["before"][k : k + 1], seeds["after"][k : k + 1],
+            "--db", db, "--run-id", f"swe-n{k}", "--before-model", "base",
+            "--after-model", "trained", *extra, name=f"n{k}",
+        )  # fmt: skip
+
+    def flips(self, matrix) -> set[str]:
+        return {i for i, col in zip(self.ids, matrix.T, strict=True) if len(set(col)) == 2}
+
+    def test_history_flaky_and_exclude_flaky_read_the_stored_seeds(
+        self, seeds, ids, tmp_path, capsys
+    ):
+        self.ids = ids
+        before, after = seeds["matrices"]
+        db = str(tmp_path / "h.db")
+        assert self.nightly(seeds, tmp_path, db, 0) == 0
+        # one stored run per model: still nothing can flip, and --exclude flaky says so
+        assert self.nightly(seeds, tmp_path, db, 1, "--exclude", "flaky") == 2
+        assert "every arm has fewer than 2 runs" in _one_error(capsys)
+        assert self.nightly(seeds, tmp_path, db, 1) == 0
+        # nightly 2: its own arms have one run each; the stored seeds 0 and 1 show flips
+        assert self.nightly(seeds, tmp_path, db, 2, "--exclude", "flaky") == 0
+        capsys.readouterr()
+        stored = self.flips(before[:2]) | self.flips(after[:2])
+        reduced = _doc(tmp_path, "n2")["reduced"]
+        assert set(reduced["excluded_ids"]) == stored and stored
+        assert _doc(tmp_path, "n2")["flaky"]["count"] == 0  # the comparison alone saw none
+        (flaky_set,) = reduced["sets"]
+        assert "stored runs of base, trained" in flaky_set["source"]
+
+        out_json = tmp_path / "flaky.json"
+        assert main(["history", "flaky", "--db", db, "--json", str(out_json)]) == 0
+        out = capsys.readouterr().out
+        doc = json.loads(out_json.read_text())["models"]
+        assert doc["base"]["runs"] == 3 and doc["trained"]["runs"] == 3
+        assert {f["instance_id"] for f in doc["base"]["flaky"]} == self.flips(before)
+        assert {f["instance_id"] for f in doc["trained"]["flaky"]} == self.flips(after)
+        some = doc["base"]["flaky"][0]
+        assert 0 < some["resolved"] < some["graded"] == 3
+        assert f"base     3 run(s)  {len(self.flips(before))} flaky instance(s)" in out
+
+        assert main(["history", "flaky", "--db", db, "--model", "nobody"]) == 0
+        assert "nobody  0 run(s)  not measured (needs 2 runs)" in capsys.readouterr().out
+
+    def test_an_empty_history_says_so_and_an_output_never_overwrites_the_db(
+        self, tmp_path, capsys
+    ):
+        db = tmp_path / "h.db"
+        assert main(["history", "flaky", "--db", str(db)]) == 0
+        assert "holds no SWE-bench instance outcome" in capsys.readouterr().out
+        kept = db.read_bytes()
+        assert main(["history", "flaky", "--db", str(db), "--json", str(db)]) == 2
+        assert "it is one of the inputs" in _one_error(capsys) and db.read_bytes() == kept

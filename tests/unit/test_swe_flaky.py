@@ -110,3 +110,30 @@ class TestFlipsProperties:
     def test_one_verdict_repeated_is_never_a_flip(self, outcomes):
         assert not flips([Outcome.RESOLVED] * len(outcomes))
         assert not flips([o for o in outcomes if o is not Outcome.RESOLVED])
+
+
+class TestStoredHistory:
+    def test_runs_stored_one_per_nightly_give_the_comparisons_flaky_set(self, graded, tmp_path):
+        """The three harness runs recorded as three nightlies, read back, judged by one rule."""
+        pytest.importorskip("sqlalchemy")
+        from rlgate.history.ingest import swe_rows
+        from rlgate.history.model import RunContext
+        from rlgate.history.store import open_store
+        from rlgate.history.swe_flaky import flaky_in_history
+        from rlgate.swe.records import SweArm
+
+        universe, before, after, by_case = graded
+        with open_store(tmp_path / "h.db") as store:
+            for k, run in enumerate(before.runs):
+                rows = swe_rows(SweArm("base", (run,)), "base")
+                rows += swe_rows(SweArm("rl", after.runs), "rl") if k == 0 else []
+                store.record(RunContext(run_id=f"n{k}", recipe="swe_gate"), [], swe=rows)
+            stored = store.swe_instances()
+        flaky = flaky_in_history(stored)
+        direct = find_flaky((before,), universe.ids)
+        assert flaky.ids == direct.ids == tuple(sorted(by_case[c] for c in FLAKY))
+        counts = {f.instance_id: (f.resolved, f.graded) for f in flaky.instances}
+        assert counts == {f.instance_id: (f.resolved, f.graded) for f in direct.instances}
+        assert (flaky.measured, flaky.unmeasured) == (("base",), ("rl",))
+        only = flaky_in_history(stored, ["rl", "absent"])
+        assert only.measured == () and only.unmeasured == ("rl", "absent")

@@ -285,6 +285,19 @@ def add_history(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--db", metavar="DB", help=_DB_HELP)
     e.set_defaults(func=_cmd_export)
 
+    f = hsub.add_parser(
+        "flaky",
+        help="SWE-bench instances whose outcome flips between stored runs of one model",
+        description="List the SWE-bench instances that one stored SWE run of a model resolved "
+        "and another graded not resolved (infra outcomes never count), over every run the "
+        "history holds (swe compare --db, history record --swe-run). " + _HISTORY_DOC,
+    )
+    f.add_argument("--model", action="append", default=[], metavar="MODEL",
+                   help="only this model (repeatable; default: every recorded model)")  # fmt: skip
+    f.add_argument("--json", dest="json_out", metavar="OUT", help="write the list as JSON here")
+    f.add_argument("--db", metavar="DB", help=_DB_HELP)
+    f.set_defaults(func=_cmd_flaky)
+
     for name, helptext in (
         ("promote", "mark a run as good: its per-step metrics join its recipe's reference band"),
         ("demote", "take a run out of its recipe's reference band"),
@@ -388,6 +401,60 @@ def _cmd_export(args: argparse.Namespace) -> int:
     with open_db(args.db) as store:
         rows = export_table(store, args.table, args.out, fmt=fmt, recipe=args.recipe)
     print(f"exported {rows} {args.table} rows to {args.out} ({fmt})")
+    return ExitCode.OK
+
+
+def _cmd_flaky(args: argparse.Namespace) -> int:
+    from rlgate.cli.runs import _require_file_path
+    from rlgate.core.io import write_json_atomic
+    from rlgate.history.swe_flaky import flaky_in_history, runs_by_model
+    from rlgate.swe.flaky import MIN_RUNS, RULE
+
+    _require_file_path("--json", args.json_out)
+    models = list(dict.fromkeys(args.model)) or None
+    with open_db(args.db) as store:
+        if models is None:
+            rows = store.swe_instances()
+        else:
+            rows = [row for model in models for row in store.swe_instances(model=model)]
+        shown = store.shown
+        given = [] if store.path is None else [str(store.path)]
+    runs = {m: len(r) for m, r in runs_by_model(rows).items()}
+    flaky = flaky_in_history(rows, models)
+    names = list(models or runs)
+    if not names:
+        print(f"history flaky: {shown} holds no SWE-bench instance outcome (record them with "
+              "swe compare --db or history record --swe-run)")  # fmt: skip
+    else:
+        print(f"history flaky: SWE-bench instances flipping between stored runs ({shown})")
+        width = max(len(m) for m in names)
+        for model in names:
+            n = runs.get(model, 0)
+            if model in flaky.measured:
+                what = f"{len(flaky.in_arm(model))} flaky instance(s)"
+            else:
+                what = f"not measured (needs {MIN_RUNS} runs)"
+            print(f"  {model.ljust(width)}  {n} run(s)  {what}")
+        for item in flaky.instances:
+            print(f"  {item.arm.ljust(width)}  {item.instance_id}  resolved in "
+                  f"{item.resolved}/{item.graded} graded runs")  # fmt: skip
+    if args.json_out:
+        doc = {
+            "rule": RULE,
+            "models": {
+                m: {
+                    "runs": runs.get(m, 0),
+                    "measured": m in flaky.measured,
+                    "flaky": [
+                        {"instance_id": i.instance_id, "resolved": i.resolved, "graded": i.graded}
+                        for i in flaky.instances
+                        if i.arm == m
+                    ],
+                }
+                for m in names
+            },
+        }
+        write_json_atomic(args.json_out, doc, inputs=given)
     return ExitCode.OK
 
 

@@ -82,7 +82,8 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
         metavar="known-broken[:LIST]|flaky",
         help="also compare without these instances, shown beside the full comparison (which "
         "alone gives the verdict): known-broken = every bundled known-broken list, "
-        "known-broken:LIST one of them, flaky = instances flipping between runs of one arm; "
+        "known-broken:LIST one of them, flaky = instances flipping between runs of one arm "
+        "(with --db also between the stored runs of --before-model and --after-model); "
         "repeatable (docs/swe-gate.md)",
     )
     c.add_argument("--json", type=Path, help="write the comparison JSON here")
@@ -179,7 +180,16 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
     before = load_arm("before", args.before, universe)
     after = load_arm("after", args.after, universe)
     comparison = compare_arms(before, after, universe, options)
-    reduced = reduce_comparison(comparison, before, after, args.exclude) if args.exclude else None
+    stored = None
+    if store is not None and "flaky" in parse_exclusions(args.exclude):
+        from rlgate.history.swe_flaky import flaky_in_history
+
+        models = list(dict.fromkeys([args.before_model, args.after_model]))
+        rows = [row for m in models for row in store.swe_instances(model=m)]
+        stored = flaky_in_history(rows, models)  # read before this comparison is recorded
+    reduced = (
+        reduce_comparison(comparison, before, after, args.exclude, stored) if args.exclude else None
+    )
     if args.json:
         write_json_atomic(args.json, comparison_to_dict(comparison, reduced), inputs=inputs)
     if args.junit:

@@ -8,7 +8,8 @@ duplicates dropped):
   (:mod:`rlgate.swe.known_broken`), each as ``known-broken:<list-id>``;
 * ``known-broken:<list-id>``: one of those lists;
 * ``flaky``: the instances that flip between runs of one arm (:mod:`rlgate.swe.flaky`),
-  found in the runs compared; it needs an arm with at least two runs.
+  found in the runs compared and, with ``--db``, in the stored runs of the compared models
+  (:mod:`rlgate.history.swe_flaky`); it needs an arm or a stored model with two runs.
 
 Invariants:
 
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 
 from rlgate.core.errors import SweError
 from rlgate.swe.compare import SweComparison, compare_arms
-from rlgate.swe.flaky import MIN_RUNS, RULE
+from rlgate.swe.flaky import MIN_RUNS, RULE, Flakiness
 from rlgate.swe.known_broken import KNOWN_BROKEN_FILE, known_broken
 from rlgate.swe.records import DatasetUniverse, SweArm, SweRun, _sha256_json
 
@@ -138,21 +139,32 @@ def restrict_arm(arm: SweArm, drop: frozenset[str]) -> SweArm:
     return SweArm(arm.name, tuple(_restrict_run(run, drop) for run in arm.runs))
 
 
-def _sets(labels: Sequence[str], full: SweComparison) -> list[ExcludedSet]:
+def _sets(
+    labels: Sequence[str], full: SweComparison, history: Flakiness | None = None
+) -> list[ExcludedSet]:
     in_universe = set(full.universe.ids)
     lists = {f"{KNOWN_BROKEN}:{item.name}": item for item in known_broken()}
+    stored = history if history is not None and history.measured else None
     out = []
     for label in labels:
         if label == FLAKY:
-            if not full.flaky.measured:
+            if not full.flaky.measured and stored is None:
                 raise SweError(
                     f"--exclude {FLAKY}: every arm has fewer than {MIN_RUNS} runs, so no "
                     "instance can be seen to flip between runs of one model",
-                    hint="pass several runs (seeds) of one model in --before or --after, or "
-                    "drop --exclude flaky",
+                    hint="pass several runs (seeds) of one model in --before or --after, "
+                    "record runs of the models with --db (their stored runs count), or drop "
+                    "--exclude flaky",
                 )
-            ids = full.flaky.ids
-            out.append(ExcludedSet(FLAKY, ids, len(ids), RULE))
+            listed = set(full.flaky.ids)
+            source = RULE
+            if stored is not None:
+                listed |= set(stored.ids)
+                source += (
+                    f"; over the runs compared and the stored runs of {', '.join(stored.measured)}"
+                )
+            ids = tuple(sorted(listed & in_universe))
+            out.append(ExcludedSet(FLAKY, ids, len(listed), source))
         else:
             item = lists[label]
             ids = tuple(sorted(item.ids & in_universe))
@@ -161,15 +173,21 @@ def _sets(labels: Sequence[str], full: SweComparison) -> list[ExcludedSet]:
 
 
 def reduce_comparison(
-    full: SweComparison, before: SweArm, after: SweArm, requested: Sequence[str]
+    full: SweComparison,
+    before: SweArm,
+    after: SweArm,
+    requested: Sequence[str],
+    history: Flakiness | None = None,
 ) -> ReducedComparison:
     """Compare ``before`` and ``after`` again without the instances ``requested`` excludes.
 
     ``full`` is :func:`~rlgate.swe.compare.compare_arms` of the same arms: its universe,
-    options and flaky instances are used. Nothing excluded: the reduced comparison is the
-    full one. Raises SweError when the exclusions leave no instance.
+    options and flaky instances are used. ``history``: the flaky instances of the compared
+    models in their stored runs (``swe compare --db``), added to ``flaky``. Nothing
+    excluded: the reduced comparison is the full one. Raises SweError when the exclusions
+    leave no instance.
     """
-    sets = _sets(parse_exclusions(requested), full)
+    sets = _sets(parse_exclusions(requested), full, history)
     drop = frozenset().union(*(s.ids for s in sets))
     comparison = full
     if drop:

@@ -11,6 +11,9 @@ Pure: runs in, a :class:`Flakiness` out. The rule (:data:`RULE`):
 * the flaky set of a comparison is the union over its arms. An arm with one run cannot
   show a flip: it is reported as not measured, never as "no flaky instance".
 
+The runs are those of one comparison (:func:`find_flaky`) or any runs given as outcome maps
+(:func:`flaky_runs`: the stored history of a model, ``rlgate history flaky``).
+
 Flakiness is derived from the runs themselves, so excluding flaky instances conditions the
 comparison on its own data; :mod:`rlgate.swe.exclude` therefore shows that reduced
 comparison beside the full one and never lets it decide.
@@ -18,15 +21,20 @@ comparison beside the full one and never lets it decide.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
-from numpy.typing import NDArray
 
 from rlgate.swe.records import INFRA_OUTCOMES, Outcome, SweArm
 
-__all__ = ["MIN_RUNS", "RULE", "Flakiness", "FlakyInstance", "find_flaky", "flips"]
+__all__ = [
+    "MIN_RUNS",
+    "RULE",
+    "Flakiness",
+    "FlakyInstance",
+    "find_flaky",
+    "flaky_runs",
+    "flips",
+]
 
 #: Runs of one model needed before a flip can be seen.
 MIN_RUNS = 2
@@ -81,28 +89,37 @@ class Flakiness:
         return out
 
 
-def _matrix(arm: SweArm, ids: Sequence[str], which: frozenset[Outcome]) -> NDArray[np.bool_]:
-    """A runs x ids mask: True where the run's outcome is one of ``which``."""
-    return np.vstack(
-        [
-            np.fromiter((run.outcomes[i].outcome in which for i in ids), dtype=bool, count=len(ids))
-            for run in arm.runs
-        ]
-    )
+def flaky_runs(
+    arms: Mapping[str, Sequence[Mapping[str, Outcome]]], ids: Iterable[str] | None = None
+) -> Flakiness:
+    """Apply :data:`RULE` to runs given as outcome maps: ``{arm: [{instance_id: outcome}]}``.
+
+    An instance a run does not hold was not graded in it. ``ids``: only these instances
+    (default: every instance some run holds). Arms keep their order; instances are sorted.
+    """
+    wanted = None if ids is None else set(ids)
+    measured, unmeasured, found = [], [], []
+    for arm, runs in arms.items():
+        if len(runs) < MIN_RUNS:
+            unmeasured.append(arm)
+            continue
+        measured.append(arm)
+        resolved: dict[str, int] = {}
+        graded: dict[str, int] = {}
+        for run in runs:
+            for iid, outcome in run.items():
+                if outcome in INFRA_OUTCOMES or (wanted is not None and iid not in wanted):
+                    continue
+                graded[iid] = graded.get(iid, 0) + 1
+                resolved[iid] = resolved.get(iid, 0) + (outcome is Outcome.RESOLVED)
+        for iid in sorted(graded):
+            if 0 < resolved[iid] < graded[iid]:
+                found.append(FlakyInstance(iid, arm, resolved[iid], graded[iid]))
+    return Flakiness(tuple(measured), tuple(unmeasured), tuple(found))
 
 
 def find_flaky(arms: Sequence[SweArm], ids: Sequence[str]) -> Flakiness:
     """Apply :data:`RULE` (what :func:`flips` says of one instance) to every id in every arm."""
-    order = sorted(ids)
-    measured, unmeasured, found = [], [], []
-    for arm in arms:
-        if len(arm.runs) < MIN_RUNS:
-            unmeasured.append(arm.name)
-            continue
-        measured.append(arm.name)
-        resolved = _matrix(arm, order, frozenset({Outcome.RESOLVED}))
-        graded = ~_matrix(arm, order, INFRA_OUTCOMES)
-        n_resolved, n_graded = resolved.sum(axis=0), graded.sum(axis=0)
-        for k in np.flatnonzero((n_resolved > 0) & (n_resolved < n_graded)):
-            found.append(FlakyInstance(order[k], arm.name, int(n_resolved[k]), int(n_graded[k])))
-    return Flakiness(tuple(measured), tuple(unmeasured), tuple(found))
+    return flaky_runs(
+        {arm.name: [{i: run.outcomes[i].outcome for i in ids} for run in arm.runs] for arm in arms}
+    )

@@ -10,5 +10,6 @@ reference band from its promoted runs; ``triage`` labels a candidate's failing g
 checks against the recorded nightlies (pure: records in, labels out); ``swe_flaky`` finds
 the SWE instances that flip between a model's stored runs (pure). SQLAlchemy and
 Alembic (the ``[history]`` extra) are imported by ``schema``, ``store`` and ``bands`` only,
-so importing this package or ``model``/``ingest``/``triage``/``swe_flaky`` needs neither. See ``docs/history.md``.
+so importing this package or ``model``/``ingest``/``triage``/``swe_flaky`` needs neither.
+See ``docs/history.md``.
 """

@@ -148,6 +148,44 @@ class TestReportDb:
             (recorded,) = [r for r in store.runs() if r.context.run_id == "pr-1-run"]
         assert recorded.context.branch == "pr-1"  # recorded after, never triaged as main
 
+    def test_report_baseline_commit_labels_against_the_merge_base(self, tmp_path, capsys) -> None:
+        """Main broke at n06 (code B); the PR's merge base is code A: its checks regressed."""
+        from rlgate.cli.app import main
+        from rlgate.core.errors import ExitCode
+        from rlgate.history.store import open_store
+
+        from .helpers.triage_inputs import commit
+
+        db = str(tmp_path / "h.db")
+        with open_store(db) as store:
+            for run in history(fault_from=1):  # main fails throughout: pre-existing
+                store.record(run.context, run.results)
+            for k in (2, 3):  # the merge base, nightlies of a release branch
+                run = nightly(k, gate_results(Fault.HEALTHY), code="A", branch="release")
+                store.record(run.context, run.results)
+        junit = candidate_junit(tmp_path / "c.xml", gate_results(Fault.STEP_TIME_UP))
+        sha = commit("A")["nemo_rl"][:9]
+        docs = {}
+        for name, extra in (("main", []), ("base", ["--baseline-commit", f"nemo_rl={sha}"])):
+            out = tmp_path / name
+            args = ["report", "--junit", str(junit), "--db", db, "--no-plots", "--out", str(out)]
+            assert main([*args, "--run-id", f"pr-{name}", *extra]) == ExitCode.FAIL
+            docs[name] = json.loads((out / "report.json").read_text())["triage"]
+        capsys.readouterr()
+        assert {lb["label"] for lb in docs["main"]["candidate"]} == {"pre-existing"}
+        assert {lb["label"] for lb in docs["base"]["candidate"]} == {"regression"}
+        assert docs["base"]["baseline_commit"] == f"nemo_rl@{sha}"
+        page = (tmp_path / "base" / "report.md").read_text()
+        shown = f"nemo\\_rl\\@{sha}"  # as the Markdown page escapes it
+        assert f"baseline {shown} last 2" in page and f"baseline commit {shown}" in page
+        assert docs["base"]["window"] == docs["main"]["window"]  # the trends stay main's
+        out = tmp_path / "none"
+        args = ["report", "--junit", str(junit), "--db", db, "--no-plots", "--out", str(out)]
+        assert main([*args, "--baseline-commit", "abcdef12", "--run-id", "pr-none"]) == 1
+        doc = json.loads((out / "report.json").read_text())["triage"]
+        assert {lb["label"] for lb in doc["candidate"]} == {"unknown"}
+        assert any("no run of baseline commit abcdef12" in n for n in doc["notes"])
+
 
 def test_both_pages_carry_the_registered_triage_section(tmp_path) -> None:
     """One document, two pages: the section's headings, rows and figures are on both."""

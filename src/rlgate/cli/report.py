@@ -17,7 +17,7 @@ from rlgate.cli.history import (
     record,
     refuse_recorded,
 )
-from rlgate.cli.triage import DEFAULT_LAST, MAX_LAST
+from rlgate.cli.triage import BASELINE_COMMIT_HELP, DEFAULT_LAST, MAX_LAST, commit_ref
 from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.options import BAND_RUN, BASELINE, RECIPE, TOKENIZERS
 from rlgate.core.validate import int_in
@@ -58,6 +58,9 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     add_record_options(p)
     triage = p.add_argument_group("triage (with --db; docs/history.md)")
     triage.add_argument("--main-branch", default="main", help="the branch of reference (main)")
+    triage.add_argument(
+        "--baseline-commit", type=commit_ref, metavar="[CHECKOUT=]SHA", help=BASELINE_COMMIT_HELP
+    )
     triage.add_argument(
         "--last",
         type=int_in(1, MAX_LAST),
@@ -120,6 +123,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
         history = None  # the triage section's nightlies (the last N + the one before them)
         if store is not None:
             history = store.runs(branch=args.main_branch, last=args.last + 1)
+            if args.baseline_commit is not None:
+                seen = {r.context.run_id for r in history}
+                base = store.runs(commit=args.baseline_commit, last=args.last + 1)
+                history += [r for r in base if r.context.run_id not in seen]
         report = build_report(
             args.junit,
             runs=args.run,
@@ -134,6 +141,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             main_branch=args.main_branch,
             last=args.last,
             candidate=context,
+            baseline_commit=args.baseline_commit,
         )
         # after reading: every input is known (run directories a run JSON names included)
         # and nothing is created on disk for inputs that turn out to be invalid

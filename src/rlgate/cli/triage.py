@@ -19,13 +19,18 @@ if TYPE_CHECKING:
     from rlgate.core.results import Result
     from rlgate.history.triage import TriageLabel
 
-__all__ = ["add_triage", "exit_code", "render_table"]
+__all__ = ["BASELINE_COMMIT_HELP", "add_triage", "commit_ref", "exit_code", "render_table"]
 
 # rlgate.history.triage.DEFAULT_LAST / FLAKY_RATE, kept here so building the parser imports
 # nothing more (tests/unit/test_triage_cli.py checks the two agree).
 DEFAULT_LAST = 30
 FLAKY_RATE = 0.1
 MAX_LAST = 10_000
+BASELINE_COMMIT_HELP = (
+    "compare with the nightlies of this commit (e.g. the pull request's merge base; any "
+    "branch, 7+ hex characters, CHECKOUT is nemo_rl, nemo_gym, rlgate, ...) instead of the "
+    "last N nightlies of --main-branch"
+)
 
 _DOC = (
     "Label every failing or erroring gate check of a candidate (JUnit, check-run --json or "
@@ -58,11 +63,9 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--main-branch", default="main", help="the branch of reference (main)")
     p.add_argument(
         "--baseline-commit",
-        type=_commit_ref,
+        type=commit_ref,
         metavar="[CHECKOUT=]SHA",
-        help="compare with the nightlies of this commit (e.g. the pull request's merge base; "
-        "any branch, 7+ hex characters, CHECKOUT is nemo_rl, nemo_gym, rlgate, ...) instead "
-        "of the last N nightlies of --main-branch",
+        help=BASELINE_COMMIT_HELP,
     )
     p.add_argument(
         "--nightly-id",
@@ -89,7 +92,8 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_triage)
 
 
-def _commit_ref(text: str) -> Any:
+def commit_ref(text: str) -> Any:
+    """``--baseline-commit``'s type: a :class:`~rlgate.history.model.CommitRef`."""
     from rlgate.history.model import CommitRef
 
     try:

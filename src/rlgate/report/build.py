@@ -30,7 +30,7 @@ from rlgate.checks.document import RunDocument
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import write_bytes_atomic, write_json_atomic, write_text_atomic
 from rlgate.core.results import Outcome, Tier
-from rlgate.history.model import RecordedRun, RunContext
+from rlgate.history.model import CommitRef, RecordedRun, RunContext
 from rlgate.history.triage import DEFAULT_LAST
 from rlgate.report.inputs import (
     Case,
@@ -181,12 +181,14 @@ def build_report(
     main_branch: str = "main",
     last: int = DEFAULT_LAST,
     candidate: RunContext | None = None,
+    baseline_commit: CommitRef | None = None,
 ) -> ReleaseReport:
     """Read every input, decide, tell the story and (unless ``draw_plots`` is off) plot.
 
     ``band_runs`` are run paths, or runs already read (a band from promoted runs, ``--db``).
     ``history``: recorded runs to triage against (the triage section and its trends,
-    :mod:`rlgate.report.triage_section`; ``candidate`` is this report's own recorded context).
+    :mod:`rlgate.report.triage_section`; ``candidate`` is this report's own recorded context;
+    ``baseline_commit``: its failing checks are labelled against that commit's nightlies).
     """
     evidence = load_junit(junit)
     run_docs = _load_runs(runs)
@@ -215,7 +217,7 @@ def build_report(
 
         triage, trends = build_triage_section(
             evidence.cases, history, main_branch=main_branch, last=last, context=candidate,
-            demo=demo, draw_plots=draw_plots,
+            demo=demo, draw_plots=draw_plots, commit=baseline_commit,
         )  # fmt: skip
         figures = [*figures, *trends]
     story, story_md = _story(

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rlgate.core.results import Outcome, Result, Tier
-from rlgate.history.model import RecordedRun, RunContext
+from rlgate.history.model import CommitRef, RecordedRun, RunContext
 from rlgate.history.triage import (
     DEFAULT_LAST,
     TABLE_HEADER,
@@ -39,6 +39,7 @@ from rlgate.history.triage import (
     TriageLabel,
     label_rows,
     marks_by_check,
+    reference_name,
     triage,
     window,
 )
@@ -115,8 +116,12 @@ def candidate_labels(
     main_branch: str = "main",
     last: int = DEFAULT_LAST,
     context: RunContext | None = None,
+    commit: CommitRef | None = None,
 ) -> list[TriageLabel]:
-    """Triage the report's gate checks, per recipe their testcases record."""
+    """Triage the report's gate checks, per recipe their testcases record.
+
+    ``commit``: against that baseline commit's nightlies instead of the main branch's.
+    """
     by_recipe: dict[str | None, list[Result]] = defaultdict(list)
     for case in cases:
         if case.gating:
@@ -124,8 +129,9 @@ def candidate_labels(
     out = []
     for recipe, results in by_recipe.items():
         out += triage(
-            results, history, main_branch=main_branch, last=last, recipe=recipe, context=context
-        )
+            results, history, main_branch=main_branch, last=last, recipe=recipe, context=context,
+            commit=commit,
+        )  # fmt: skip
     return out
 
 
@@ -257,12 +263,26 @@ def build_triage_section(
     context: RunContext | None = None,
     demo: bool = False,
     draw_plots: bool = True,
+    commit: CommitRef | None = None,
 ) -> tuple[TriageSection, list[Figure]]:
-    """The section and its trend figures (none when ``draw_plots`` is off)."""
-    labels = candidate_labels(cases, history, main_branch=main_branch, last=last, context=context)
+    """The section and its trend figures (none when ``draw_plots`` is off).
+
+    ``commit``: the report's failing checks are labelled against that baseline commit's
+    nightlies; the trends and the latest main nightly's table stay the main branch's.
+    """
+    labels = candidate_labels(
+        cases, history, main_branch=main_branch, last=last, context=context, commit=commit
+    )
     groups = window(history, main_branch=main_branch, last=last, before=context)
     latest_id, latest = latest_nightly_labels(history, main_branch, last)
     notes = []
+    if commit is not None:
+        base = window(history, last=last, before=context, commit=commit)
+        if not base:
+            notes.append(
+                f"the history holds no run of baseline commit {commit}: every failing check "
+                "of this report is unknown (record the baseline's runs with --commit)"
+            )
     if not groups:
         notes.append(
             f"the history holds no nightly of branch {main_branch!r}: every failing check is "
@@ -283,15 +303,20 @@ def build_triage_section(
         "error with an infrastructure cause), unknown (no main nightly ran it). A regression "
         "or unknown is never waved through (docs/recommendation-rule.md)."
     )
+    if commit is not None:
+        intro += (
+            f" This report's own checks are labelled against the nightlies of baseline "
+            f"commit {commit} instead (any branch): regression = passed on the baseline."
+        )
 
-    def header(labels: Sequence[TriageLabel]) -> tuple[str, ...]:
+    def header(labels: Sequence[TriageLabel], ref: str = main_branch) -> tuple[str, ...]:
         n = len(labels[0].window) if labels else len(window_ids)
-        return (*TABLE_HEADER[:2], f"{main_branch} last {n}", *TABLE_HEADER[3:])
+        return (*TABLE_HEADER[:2], f"{ref} last {n}", *TABLE_HEADER[3:])
 
     tables = [
         SectionTable(
             "This report's failing gate checks" + _recipes(labels),
-            header(labels),
+            header(labels, reference_name(main_branch, commit)),
             label_rows(labels),
             "No gate check of this report fails or errors: nothing to triage.",
         )
@@ -315,7 +340,12 @@ def build_triage_section(
         labels=tuple(labels),
         latest=tuple(latest),
         window=window_ids,
-        extra={"main_branch": main_branch, "last": last, "latest_nightly_id": latest_id},
+        extra={
+            "main_branch": main_branch,
+            "baseline_commit": None if commit is None else str(commit),
+            "last": last,
+            "latest_nightly_id": latest_id,
+        },
     )
     return section, figures
 

@@ -436,12 +436,13 @@ class TestFlakyAcrossStoredRuns:
         assert main(["history", "flaky", "--db", db, "--model", "nobody"]) == 0
         assert "nobody  0 run(s)  not measured (needs 2 runs)" in capsys.readouterr().out
 
-    def test_an_empty_history_says_so_and_an_output_never_overwrites_the_db(
-        self, tmp_path, capsys
-    ):
+    def test_an_empty_history_says_so_and_an_output_never_overwrites_the_db(self, tmp_path, capsys):
         db = tmp_path / "h.db"
         assert main(["history", "flaky", "--db", str(db)]) == 0
         assert "holds no SWE-bench instance outcome" in capsys.readouterr().out
+        assert main(["history", "flaky", "--db", str(db), "--model", "\x1b[2Jm\nx"]) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\\x1b[2Jm\\x0ax  0 run(s)  not measured" in out
         kept = db.read_bytes()
         assert main(["history", "flaky", "--db", str(db), "--json", str(db)]) == 2
         assert "it is one of the inputs" in _one_error(capsys) and db.read_bytes() == kept

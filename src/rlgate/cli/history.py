@@ -407,6 +407,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_flaky(args: argparse.Namespace) -> int:
     from rlgate.cli.runs import _require_file_path
     from rlgate.core.io import write_json_atomic
+    from rlgate.core.text import one_line
     from rlgate.history.swe_flaky import flaky_in_history, runs_by_model
     from rlgate.swe.flaky import MIN_RUNS, RULE
 
@@ -422,22 +423,23 @@ def _cmd_flaky(args: argparse.Namespace) -> int:
     runs = {m: len(r) for m, r in runs_by_model(rows).items()}
     flaky = flaky_in_history(rows, models)
     names = list(models or runs)
+    shown_name = {m: one_line(m) for m in names}  # a --model is shown, never interpreted
     if not names:
-        print(f"history flaky: {shown} holds no SWE-bench instance outcome (record them with "
-              "swe compare --db or history record --swe-run)")  # fmt: skip
+        print(f"history flaky: {one_line(shown)} holds no SWE-bench instance outcome (record "
+              "them with swe compare --db or history record --swe-run)")  # fmt: skip
     else:
-        print(f"history flaky: SWE-bench instances flipping between stored runs ({shown})")
-        width = max(len(m) for m in names)
+        print(f"history flaky: SWE instances flipping between stored runs ({one_line(shown)})")
+        width = max(len(v) for v in shown_name.values())
         for model in names:
             n = runs.get(model, 0)
             if model in flaky.measured:
                 what = f"{len(flaky.in_arm(model))} flaky instance(s)"
             else:
                 what = f"not measured (needs {MIN_RUNS} runs)"
-            print(f"  {model.ljust(width)}  {n} run(s)  {what}")
+            print(f"  {shown_name[model].ljust(width)}  {n} run(s)  {what}")
         for item in flaky.instances:
-            print(f"  {item.arm.ljust(width)}  {item.instance_id}  resolved in "
-                  f"{item.resolved}/{item.graded} graded runs")  # fmt: skip
+            print(f"  {shown_name[item.arm].ljust(width)}  {one_line(item.instance_id)}  "
+                  f"resolved in {item.resolved}/{item.graded} graded runs")  # fmt: skip
     if args.json_out:
         doc = {
             "rule": RULE,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlgate.core.errors import ExitCode, RlgateError
-from rlgate.core.validate import positive_int
+from rlgate.core.validate import int_in, positive_int
 
 if TYPE_CHECKING:
     from rlgate.core.results import Result
@@ -40,6 +40,9 @@ __all__ = [
     "refuse_recorded",
 ]
 
+#: Nightlies ``history prune`` always keeps per recipe and branch (rlgate.history.triage's
+#: DEFAULT_LAST, kept here so building the parser imports nothing more).
+DEFAULT_KEEP_LAST = 30
 _DB_HELP = (
     "history database: an SQLite file or postgresql://user@host:port/db "
     "(default: $RLGATE_DB, else $XDG_DATA_HOME/rlgate/history.db)"
@@ -298,6 +301,32 @@ def add_history(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--db", metavar="DB", help=_DB_HELP)
     f.set_defaults(func=_cmd_flaky)
 
+    pr = hsub.add_parser(
+        "prune",
+        help="delete old runs that are neither promoted nor among the newest nightlies",
+        description="Delete, in one transaction, the runs recorded before --before that are "
+        "not promoted and not among the --keep-last newest nightlies of their recipe on their "
+        "branch, with their results, per-step metrics and SWE outcomes. " + _HISTORY_DOC,
+    )
+    pr.add_argument(
+        "--before",
+        required=True,
+        type=_utc_time,
+        metavar="DATE",
+        help="ISO date or time (UTC unless it names a zone), e.g. 2026-06-01",
+    )
+    pr.add_argument(
+        "--keep-last",
+        type=int_in(0, 100_000),
+        default=DEFAULT_KEEP_LAST,
+        metavar="N",
+        help="always keep the N newest nightlies of each recipe and branch (default "
+        f"{DEFAULT_KEEP_LAST}: what rlgate triage looks back over)",
+    )
+    pr.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
+    pr.add_argument("--db", metavar="DB", help=_DB_HELP)
+    pr.set_defaults(func=_cmd_prune)
+
     for name, helptext in (
         ("promote", "mark a run as good: its per-step metrics join its recipe's reference band"),
         ("demote", "take a run out of its recipe's reference band"),
@@ -457,6 +486,40 @@ def _cmd_flaky(args: argparse.Namespace) -> int:
             },
         }
         write_json_atomic(args.json_out, doc, inputs=given)
+    return ExitCode.OK
+
+
+def _utc_time(text: str) -> Any:
+    from datetime import UTC, datetime
+
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not an ISO date or time (e.g. 2026-06-01 or 2026-06-01T12:00Z)"
+        ) from None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def _cmd_prune(args: argparse.Namespace) -> int:
+    from rlgate.core.text import one_line
+
+    with open_db(args.db) as store:
+        done = store.prune(before=args.before, keep_last=args.keep_last, dry_run=args.dry_run)
+        shown, sqlite = one_line(store.shown), store.path is not None
+    verb = "would delete" if done.dry_run else "deleted"
+    print(
+        f"history prune: {verb} {len(done.run_ids)} run(s) recorded before "
+        f"{args.before.isoformat()} ({done.results} results, {done.steps} per-step values, "
+        f"{done.swe} SWE outcomes) in {shown}; kept every promoted run ({done.promoted_kept} "
+        f"of them old enough) and the newest {args.keep_last} nightlies of each recipe and branch"
+    )
+    for run_id in done.run_ids[:20]:
+        print(f"  {one_line(run_id)}")
+    if len(done.run_ids) > 20:
+        print(f"  ... and {len(done.run_ids) - 20} more")
+    if sqlite and done.run_ids and not done.dry_run:
+        print("the file keeps its size until compacted: sqlite3 DB 'VACUUM;' (docs/history.md)")
     return ExitCode.OK
 
 

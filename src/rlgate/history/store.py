@@ -33,7 +33,8 @@ import json
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ __all__ = [
     "HEAD_REVISION",
     "MIGRATIONS",
     "VERSION_TABLE",
+    "PruneResult",
     "Store",
     "default_db_path",
     "open_store",
@@ -460,6 +462,18 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 # --- the store ---------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """What :meth:`Store.prune` deleted (or would delete): runs and the rows that went with them."""
+
+    run_ids: tuple[str, ...]
+    results: int
+    steps: int
+    swe: int
+    promoted_kept: int  # old enough, but promoted: kept
+    dry_run: bool
+
+
 class Store:
     """A history database, migrated to this rlgate's schema (use :func:`open_store`)."""
 
@@ -569,6 +583,57 @@ class Store:
     def demote(self, run_id: str) -> None:
         """Take a run out of its recipe's band (raises RlgateError if there is no such run)."""
         self._set_promoted(run_id, False)
+
+    def prune(self, *, before: datetime, keep_last: int, dry_run: bool = False) -> PruneResult:
+        """Delete old runs in one transaction; what was (or, ``dry_run``, would be) deleted.
+
+        A run is deleted when it was recorded before ``before``, is not promoted (bands
+        are built from promoted runs), and is not among the ``keep_last`` newest nightlies
+        of its recipe on its branch (what triage looks back over). Its Results, per-step
+        metrics and SWE outcomes go with it (foreign keys cascade).
+        """
+        if keep_last < 0:
+            raise RlgateError(f"keep_last must be >= 0, got {keep_last}")
+        if before.tzinfo is None:
+            before = before.replace(tzinfo=UTC)
+        with self._begin() as conn:
+            rows = self._contexts(conn, [])  # newest first
+            kept: dict[tuple[str, str | None], set[Any]] = {}
+            doomed, promoted = [], 0
+            for row in rows:
+                nightlies = kept.setdefault((row.recipe, row.branch), set())
+                key = ("nightly", row.nightly_id) if row.nightly_id else ("run", row.id)
+                if key in nightlies:
+                    continue
+                if len(nightlies) < keep_last:
+                    nightlies.add(key)
+                    continue
+                if row.recorded_at >= before:
+                    continue
+                if row.promoted:
+                    promoted += 1
+                    continue
+                doomed.append(row)
+            pks = [r.id for r in doomed]
+            counts = {}
+            for name, table in (("results", _RESULTS), ("steps", _STEPS), ("swe", _SWE)):
+                counts[name] = sum(
+                    conn.execute(
+                        sa.select(sa.func.count()).where(table.c.run_pk.in_(chunk))
+                    ).scalar_one()
+                    for chunk in _chunks(pks)
+                )
+            if not dry_run:
+                for chunk in _chunks(pks):
+                    conn.execute(sa.delete(_RUNS).where(_RUNS.c.id.in_(chunk)))
+        return PruneResult(
+            run_ids=tuple(r.run_id for r in doomed),
+            results=counts["results"],
+            steps=counts["steps"],
+            swe=counts["swe"],
+            promoted_kept=promoted,
+            dry_run=dry_run,
+        )
 
     # --- reading ---------------------------------------------------------------------
 

@@ -137,27 +137,20 @@ class CommitRef:
         sha = sha.strip().lower()
         if not _SHA.fullmatch(sha):
             raise ValueError(
-                f"{text!r}: a commit is 7 to 64 hexadecimal characters (CHECKOUT=SHA or SHA)"
+                f"{text[:80]!r}: a commit is 7 to 64 hexadecimal characters (CHECKOUT=SHA or SHA)"
             )
         checkout = checkout.strip()
         if sep and (not checkout or len(checkout) > MAX_ID_CHARS or not checkout.isprintable()):
-            raise ValueError(f"{text!r}: name the checkout before '=' (e.g. nemo_rl=SHA)")
+            raise ValueError(f"{text[:80]!r}: name the checkout before '=' (e.g. nemo_rl=SHA)")
         return cls(sha=sha, checkout=checkout or None)
 
     def matches(self, commits: dict[str, str]) -> bool:
         """True when the recorded ``commits`` hold this commit (in ``checkout`` if set)."""
-        items = (
-            commits.items()
-            if self.checkout is None
-            else [(self.checkout, commits.get(self.checkout, ""))]
+        recorded = commits.values() if self.checkout is None else [commits.get(self.checkout, "")]
+        return any(
+            len(c) >= 7 and (c.lower().startswith(self.sha) or self.sha.startswith(c.lower()))
+            for c in recorded
         )
-        for _, recorded in items:
-            recorded = recorded.lower()
-            if len(recorded) >= 7 and (
-                recorded.startswith(self.sha) or self.sha.startswith(recorded)
-            ):
-                return True
-        return False
 
     def __str__(self) -> str:
         sha = self.sha[:12]

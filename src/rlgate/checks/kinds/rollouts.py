@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from rlgate.checks.conditions import run_result
 from rlgate.checks.registry import (
     CheckKind,
     GateInputs,
@@ -78,16 +79,9 @@ def evaluate_rollouts(
     )
 
     def result(outcome: Outcome, value: float | None, message: str) -> Result:
-        return Result(
-            name=check,
-            tier=Tier.CONVERGENCE,
-            outcome=outcome,
-            value=value,
-            op=op,
-            threshold=limit,
-            unit=unit,
-            bound=f"{op.value} {limit:g}",
-            message=message,
+        bound = f"{op.value} {limit:g}"
+        return run_result(
+            check, outcome, value, bound, message, None, op=op, threshold=limit, unit=unit
         )
 
     def done(value: float, detail: str) -> Result:

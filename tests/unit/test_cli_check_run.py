@@ -11,6 +11,7 @@ import pytest
 from rlgate.cli.app import main
 from rlgate.testing.corpus import EXPECTED_CATCHES, Fault
 
+from .helpers.cli import one_error, run_cli
 from .helpers.corpus_build import corpus
 from .helpers.mlperf_runs import RECIPE, mlperf_path
 
@@ -98,18 +99,6 @@ def recipe(tmp_path: Path, body: str, name: str = "r.yaml") -> Path:
     path = tmp_path / name
     path.write_text(body)
     return path
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error(err: str) -> str:
-    """The single ``rlgate: error:`` message (never a traceback)."""
-    assert "Traceback" not in err and err.count("rlgate: error:") == 1, err
-    return err
 
 
 class TestNothingToJudge:

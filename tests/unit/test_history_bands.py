@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("sqlalchemy", reason="the [history] extra is not installed")
 
-from rlgate.cli.app import main
 from rlgate.core.junit import read_junit
 from rlgate.history.store import open_store
 
+from .helpers.cli import run_cli as run
 from .helpers.corpus_build import corpus
 from .helpers.history_inputs import BACKENDS, MLPERF_GBS, database
 from .helpers.mlperf_runs import GBS_OVERRIDES, RECIPE, mlperf_path
@@ -26,12 +26,6 @@ from .helpers.mlperf_runs import GBS_OVERRIDES, RECIPE, mlperf_path
 RECIPE_NAME = RECIPE.stem
 OVERRIDES = [a for o in GBS_OVERRIDES[MLPERF_GBS] for a in ("--override", o)]
 BAND = ("band_curve:train/reward", "band_mean:timing/train/total_step_time")
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def check_run(seed: int, *extra: str) -> list[str]:

@@ -27,21 +27,12 @@ from rlgate.history.store import open_store
 
 from . import helpers
 from .helpers import swe_inputs as si
+from .helpers.cli import one_error
+from .helpers.cli import run_cli as run
 from .helpers.history_inputs import BACKENDS, database, same_results
 from .helpers.mlperf_runs import RECIPE, mlperf_path
 
 RECIPE_NAME = RECIPE.stem
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error(err: str) -> str:
-    assert "Traceback" not in err and err.count("rlgate: error:") == 1, err
-    return err
 
 
 @pytest.fixture(scope="module")

@@ -119,7 +119,7 @@ class TestStoredHistory:
         from rlgate.history.ingest import swe_rows
         from rlgate.history.model import RunContext
         from rlgate.history.store import open_store
-        from rlgate.history.swe_flaky import flaky_in_history
+        from rlgate.history.swe_flaky import flaky_in_history, runs_by_model
         from rlgate.swe.records import SweArm
 
         universe, before, after, by_case = graded
@@ -129,11 +129,11 @@ class TestStoredHistory:
                 rows += swe_rows(SweArm("rl", after.runs), "rl") if k == 0 else []
                 store.record(RunContext(run_id=f"n{k}", recipe="swe_gate"), [], swe=rows)
             stored = store.swe_instances()
-        flaky = flaky_in_history(stored)
+        flaky = flaky_in_history(runs_by_model(stored))
         direct = find_flaky((before,), universe.ids)
         assert flaky.ids == direct.ids == tuple(sorted(by_case[c] for c in FLAKY))
         counts = {f.instance_id: (f.resolved, f.graded) for f in flaky.instances}
         assert counts == {f.instance_id: (f.resolved, f.graded) for f in direct.instances}
         assert (flaky.measured, flaky.unmeasured) == (("base",), ("rl",))
-        only = flaky_in_history(stored, ["rl", "absent"])
+        only = flaky_in_history(runs_by_model(stored), ["rl", "absent"])
         assert only.measured == () and only.unmeasured == ("rl", "absent")

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlgate.cli.triage import DEFAULT_LAST  # history prune keeps what triage reads
 from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.validate import int_in, positive_int
 
@@ -40,9 +41,6 @@ __all__ = [
     "refuse_recorded",
 ]
 
-#: Nightlies ``history prune`` always keeps per recipe and branch (rlgate.history.triage's
-#: DEFAULT_LAST, kept here so building the parser imports nothing more).
-DEFAULT_KEEP_LAST = 30
 _DB_HELP = (
     "history database: an SQLite file or postgresql://user@host:port/db "
     "(default: $RLGATE_DB, else $XDG_DATA_HOME/rlgate/history.db)"
@@ -318,10 +316,10 @@ def add_history(sub: argparse._SubParsersAction) -> None:
     pr.add_argument(
         "--keep-last",
         type=int_in(0, 100_000),
-        default=DEFAULT_KEEP_LAST,
+        default=DEFAULT_LAST,
         metavar="N",
         help="always keep the N newest nightlies of each recipe and branch (default "
-        f"{DEFAULT_KEEP_LAST}: what rlgate triage looks back over)",
+        f"{DEFAULT_LAST}: what rlgate triage looks back over)",
     )
     pr.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
     pr.add_argument("--db", metavar="DB", help=_DB_HELP)
@@ -449,8 +447,9 @@ def _cmd_flaky(args: argparse.Namespace) -> int:
             rows = [row for model in models for row in store.swe_instances(model=model)]
         shown = store.shown
         given = [] if store.path is None else [str(store.path)]
-    runs = {m: len(r) for m, r in runs_by_model(rows).items()}
-    flaky = flaky_in_history(rows, models)
+    by_model = runs_by_model(rows)
+    runs = {m: len(r) for m, r in by_model.items()}
+    flaky = flaky_in_history(by_model, models)
     names = list(models or runs)
     shown_name = {m: one_line(m) for m in names}  # a --model is shown, never interpreted
     if not names:

@@ -182,11 +182,11 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
     comparison = compare_arms(before, after, universe, options)
     stored = None
     if store is not None and "flaky" in parse_exclusions(args.exclude):
-        from rlgate.history.swe_flaky import flaky_in_history
+        from rlgate.history.swe_flaky import flaky_in_history, runs_by_model
 
         models = list(dict.fromkeys([args.before_model, args.after_model]))
         rows = [row for m in models for row in store.swe_instances(model=m)]
-        stored = flaky_in_history(rows, models)  # read before this comparison is recorded
+        stored = flaky_in_history(runs_by_model(rows), models)  # read before it is recorded
     reduced = (
         reduce_comparison(comparison, before, after, args.exclude, stored) if args.exclude else None
     )

@@ -14,7 +14,7 @@ own (e.g. with its step), or outcomes of different weights will look like flips.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from rlgate.history.model import SweInstanceRow, SweOutcome
 from rlgate.swe.flaky import Flakiness, flaky_runs
@@ -34,13 +34,12 @@ def runs_by_model(
 
 
 def flaky_in_history(
-    rows: Iterable[SweInstanceRow], models: Sequence[str] | None = None
+    by_model: Mapping[str, Sequence[Mapping[str, SweOutcome]]], models: Sequence[str] | None = None
 ) -> Flakiness:
-    """The flaky instances of each model (``models``: only these, in this order).
+    """The flaky instances of each model of :func:`runs_by_model` (``models``: only these).
 
     A model given that the history holds no run of is *unmeasured*, like one with one run.
     """
-    by_model = runs_by_model(rows)
     if models is not None:
         by_model = {m: by_model.get(m, []) for m in dict.fromkeys(models)}
     return flaky_runs(by_model)

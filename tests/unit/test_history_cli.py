@@ -282,29 +282,22 @@ class TestUntrustedInput:
         assert code == 2 and "--format csv|parquet" in one_error(err)
 
 
+def corpus_check_run(fault, db: str, run_id: str) -> list[str]:
+    """``check-run`` of the corpus run with ``fault``, convergence tier, recorded as ``run_id``."""
+    from .helpers.corpus_build import corpus
+
+    c = corpus()
+    return ["check-run", str(c.runs[fault]), "--recipe", str(c.recipe), "--tier",
+            "convergence", "--db", db, "--run-id", run_id]  # fmt: skip
+
+
 def test_promote_refuses_a_failed_run_unless_forced(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from rlgate.testing.corpus import Fault
 
-    from .helpers.corpus_build import corpus
-
-    c, db = corpus(), str(tmp_path / "h.db")
-    code, out, _ = run(
-        [
-            "check-run",
-            str(c.runs[Fault.REWARD_FLAT]),
-            "--recipe",
-            str(c.recipe),
-            "--tier",
-            "convergence",
-            "--db",
-            db,
-            "--run-id",
-            "flat",
-        ],
-        capsys,
-    )
+    db = str(tmp_path / "h.db")
+    code, out, _ = run(corpus_check_run(Fault.REWARD_FLAT, db, "flat"), capsys)
     assert code == 1 and "recorded run flat" in out
     code, _, err = run(["history", "promote", "flat", "--db", db], capsys)
     assert code == 2 and "failed" in one_error(err) and "reward_improvement" in err
@@ -315,21 +308,8 @@ def test_promote_refuses_a_failed_run_unless_forced(
 def test_a_nan_value_is_exported_as_nan(tmp_path: Path, capsys) -> None:
     from rlgate.testing.corpus import Fault
 
-    from .helpers.corpus_build import corpus
-
-    c, db = corpus(), str(tmp_path / "h.db")
-    args = [
-        "check-run",
-        str(c.runs[Fault.NAN_LOSS]),
-        "--recipe",
-        str(c.recipe),
-        "--tier",
-        "convergence",
-        "--db",
-        db,
-        "--run-id",
-        "nan",
-    ]
+    db = str(tmp_path / "h.db")
+    args = corpus_check_run(Fault.NAN_LOSS, db, "nan")
     assert run(args, capsys)[0] == 1
     out = tmp_path / "steps.parquet"
     assert run(["history", "export", str(out), "--db", db, "--table", "steps"], capsys)[0] == 0

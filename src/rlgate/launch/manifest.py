@@ -127,6 +127,8 @@ class RunManifest(BaseModel):
     ray_address: str | None = None
     pid: PositiveInt | None = None
     pid_start: Annotated[int, Field(strict=True, ge=0)] | None = None  # /proc start time
+    # random, also in the local wrapper's environment: proves the process is rlgate's
+    launch_token: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] | None = None
     slurm_log_root: str | None = None  # ray.sub's BASE_LOG_DIR
     submitted_at: str | None = None
     started_at: str | None = None

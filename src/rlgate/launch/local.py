@@ -62,6 +62,9 @@ _NOT_OURS_HINT = (
 )
 
 
+_DEAD = ("Z", "X")  # zombie, dead (proc(5) state)
+
+
 @dataclass(frozen=True, slots=True)
 class _Stat:
     state: str
@@ -85,7 +88,7 @@ def _stat(pid: int) -> _Stat | None:
 def process_start_time(pid: int) -> int | None:
     """The start time of a live, non-zombie process from ``/proc`` (None if gone or a zombie)."""
     stat = _stat(pid)
-    return None if stat is None or stat.state == "Z" else stat.start
+    return None if stat is None or stat.state in _DEAD else stat.start
 
 
 def _not_ours(manifest: RunManifest, why: str) -> LaunchError:
@@ -110,7 +113,7 @@ def prove_ours(manifest: RunManifest) -> bool:
     if pid is None:
         return False
     first = _stat(pid)
-    if first is None or first.state == "Z":
+    if first is None or first.state in _DEAD:
         return False
     if manifest.pid_start is None:
         raise _not_ours(manifest, "the manifest records no start time for it")
@@ -126,9 +129,22 @@ def prove_ours(manifest: RunManifest) -> bool:
         return False
     except OSError as exc:  # EACCES: another user's process
         raise _not_ours(manifest, f"its environment cannot be read ({exc.strerror})") from None
-    again = _stat(pid)
-    if again is None or again.start != first.start or again.state == "Z":
-        return False  # ended while we read
+    deadline = time.monotonic() + 1.0
+    while True:
+        again = _stat(pid)
+        if again is None or again.start != first.start or again.state in _DEAD:
+            return False  # ended while we read
+        if environ:
+            break
+        # an exiting process has released its memory (an empty environ) before it becomes a
+        # zombie: wait for that; a live process with no environment at all is not the run's
+        if time.monotonic() > deadline:
+            raise _not_ours(manifest, "its environment is empty")
+        time.sleep(0.02)
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            return False
     wanted = f"{TOKEN_ENV}={manifest.launch_token}".encode()
     if not any(hmac.compare_digest(item, wanted) for item in environ.split(b"\0")):
         raise _not_ours(manifest, "the manifest's launch token is not in its environment")

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
-from rlgate.core.commands import Command, command
+from rlgate.core.commands import Command, Options, command
 from rlgate.core.errors import LaunchError, RlgateError
+
+from .helpers import REPO_ROOT
+
+SRC = REPO_ROOT / "src" / "rlgate"
 
 
 class TestCommand:
@@ -61,3 +66,54 @@ class TestCommand:
     def test_templates_are_rlgates_own_one_line_source(self, template, values) -> None:
         with pytest.raises(ValueError):
             command(template, **values)
+
+
+class TestOptions:
+    def test_validated_long_options_pass_as_options(self) -> None:
+        cmd = command(
+            "sbatch --parsable {extra} {script}",
+            extra=Options(("--exclusive", "--constraint=h100&ib")),
+            script="ray.sub",
+        )
+        assert cmd.argv == (
+            "sbatch",
+            "--parsable",
+            "--exclusive",
+            "--constraint=h100&ib",
+            "ray.sub",
+        )
+
+    @pytest.mark.parametrize("item", ["-x", "--Wrap", "--wrap=a\nb", "ray.sub", "--"])
+    def test_anything_else_is_refused(self, item: str) -> None:
+        with pytest.raises(LaunchError, match="is not one long option"):
+            command("sbatch {extra}", extra=Options((item,)), error=LaunchError)
+
+
+def _subprocess_calls(tree: ast.AST):
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        owner = node.func.value
+        if isinstance(owner, ast.Name) and owner.id == "subprocess":
+            if node.func.attr in {"run", "Popen", "call", "check_call", "check_output"}:
+                yield node
+        if isinstance(owner, ast.Name) and owner.id == "os":  # a shell or exec: never
+            if node.func.attr in {"system", "popen"} or node.func.attr.startswith(
+                ("exec", "spawn", "posix_spawn")
+            ):
+                yield ast.Call(func=node.func, args=[], keywords=[], lineno=node.lineno)
+
+
+def test_every_subprocess_call_in_rlgate_runs_a_built_command() -> None:
+    """The mechanism: no argv reaches a process unless :func:`command` built it."""
+    found, wrong = 0, []
+    for path in sorted(SRC.rglob("*.py")):
+        for call in _subprocess_calls(ast.parse(path.read_text(encoding="utf-8"))):
+            found += 1
+            first = call.args[0] if call.args else None
+            if not (isinstance(first, ast.Attribute) and first.attr == "argv"):
+                wrong.append(f"{path.relative_to(SRC)}:{call.lineno}")
+            if any(k.arg == "shell" for k in call.keywords):
+                wrong.append(f"{path.relative_to(SRC)}:{call.lineno} (shell=)")
+    assert found >= 8  # the scan sees the calls (sbatch, squeue, sacct, scancel, git, ...)
+    assert wrong == []

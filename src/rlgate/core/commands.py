@@ -13,7 +13,9 @@ demo's functional tier, PostgreSQL's tools in the test utilities). Their argv is
   line break or be empty, and a value that starts a word may not start with ``-``: the
   program would read ``--me`` or ``--wrap=...`` as an option where rlgate meant a job id
   or a path (``scancel 4242 --me`` cancels every job of the user). A value after a literal
-  prefix (``--jobs={ids}``) is the option's argument and cannot become an option itself.
+  prefix (``--jobs={ids}``) is the option's argument and cannot become an option itself;
+* options from a validated config (a site's extra ``sbatch`` arguments) are passed as
+  :class:`Options`: each must be one long option, ``--name`` or ``--name=value``.
 
 A refused value raises the caller's error class (exit 2: it came from an input). The
 values' own forms (Slurm job ids, instance ids, run ids) are checked where they enter
@@ -34,12 +36,21 @@ from dataclasses import dataclass
 from rlgate.core.errors import RlgateError
 from rlgate.core.text import one_line
 
-__all__ = ["Command", "command"]
+__all__ = ["Command", "Options", "command"]
 
 Scalar = str | int | os.PathLike[str]
-Value = Scalar | Sequence[Scalar]
 _FIELD = re.compile(r"\{([^{}]*)\}")
 _BAD = ("\x00", "\n", "\r")
+_LONG_OPTION = re.compile(r"--[a-z][a-z0-9-]*(?:=[^\x00-\x1f\x7f]*)?")
+
+
+class Options(tuple[str, ...]):
+    """Option words from a validated config, each ``--name`` or ``--name=value``."""
+
+    __slots__ = ()
+
+
+Value = Scalar | Sequence[Scalar] | Options
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +105,17 @@ def command(
         if not fields:
             argv.append(word)
             continue
-        if word == f"{{{fields[0]}}}" and isinstance(values[fields[0]], list | tuple):
+        whole = word == f"{{{fields[0]}}}"
+        if whole and isinstance(values[fields[0]], Options):
+            for item in values[fields[0]]:  # type: ignore[union-attr]
+                if not isinstance(item, str) or not _LONG_OPTION.fullmatch(item):
+                    raise error(
+                        f"{fields[0]} {one_line(repr(item))[:120]} is not one long option "
+                        "(--name or --name=value)"
+                    )
+            argv.extend(values[fields[0]])  # type: ignore[arg-type]
+            continue
+        if whole and isinstance(values[fields[0]], list | tuple):
             items = [_text(v, fields[0], error) for v in values[fields[0]]]  # type: ignore[union-attr]
         else:
             text = word

@@ -228,3 +228,19 @@ class TestWatchExitCodes:
         )
         result = watch_run(run, interval=0.2)
         assert (result.status, result.exit_code) == (status, code), result.message
+
+
+def test_the_tail_starts_at_a_whole_line(tmp_path: Path) -> None:
+    """The last MiB is read; a line the bound cuts is dropped, not read as a fragment."""
+    from rlgate.launch.watch import _TAIL_BYTES, _tail_lines
+
+    log = tmp_path / "ray-driver.log"
+    ending = "\n".join(driver_log(steps=2, setup=False)) + "\n"
+    log.write_text("x" * 100 + "RuntimeError: cut\n" + "y" * 100 + "\n" + ending)
+    with log.open("r+b") as fh:  # grow the first line so the bound falls inside it
+        body = fh.read()
+        fh.seek(0)
+        fh.write(b"A" * _TAIL_BYTES + body)
+    lines = _tail_lines(log)
+    assert lines[0] == "y" * 100 and lines[-1] == ending.splitlines()[-1]
+    assert classify_failure([("ray-driver.log", lines)]) is None

@@ -169,11 +169,9 @@ def _tail_lines(path: Path) -> list[str]:
     return lines[1:] if start and lines else lines
 
 
-def _signature(body: str) -> tuple[str, str] | None:
-    for reason, pattern in INFRA_SIGNATURES:
-        if pattern.search(body):
-            return reason, body
-    return None
+def _signature(text: str) -> str | None:
+    """The first :data:`INFRA_SIGNATURES` reason ``text`` matches."""
+    return next((reason for reason, pattern in INFRA_SIGNATURES if pattern.search(text)), None)
 
 
 def _evidence(line: _Line) -> bool:
@@ -283,8 +281,8 @@ def classify_failure(
     driver log has no error, or only an actor death it does not explain, an infrastructure
     end in the other logs (``slurmstepd: error: ... oom-kill``) decides.
     """
-    if state and (hit := _signature(state)):
-        return FailureCause(hit[0], True, state.strip()[:300], "job state")
+    if state and (reason := _signature(state)):
+        return FailureCause(reason, True, state.strip()[:300], "job state")
     found = [_terminating([_parse(line) for line in lines], name) for name, lines in sources]
     driver, others = (found[0], found[1:]) if found else (None, [])
     if driver is not None and not driver[1]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rlgate.bench.gate import environment
+from rlgate.bench.limits import MAX_PARSER_LENGTHS, MAX_PARSER_TOKENS, MAX_REPEATS, MAX_TURNS
 from rlgate.cli.app import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,4 +72,43 @@ class TestBenchRolloutCli:
         with pytest.raises(SystemExit) as info:
             main(_bench("--repeats", "0"))
         assert info.value.code == 2
-        assert "must be >= 1" in capsys.readouterr().err
+        assert "argument --repeats: 0 is outside 1..20" in capsys.readouterr().err
+
+
+class TestBenchRolloutBounds:
+    """Counts that ask for days of CPU are refused by the parser (exit 2), before any work."""
+
+    @pytest.mark.parametrize(
+        ("args", "bound"),
+        [
+            pytest.param(["--repeats", "1000000000"], f"1..{MAX_REPEATS}", id="repeats"),
+            pytest.param(["--turns", "1000000000"], f"1..{MAX_TURNS:,}", id="turns"),
+            pytest.param(
+                ["--parser-lengths", "1024", "1000000000"],
+                f"1..{MAX_PARSER_TOKENS:,}",
+                id="parser_length",
+            ),
+        ],
+    )
+    def test_the_parser_refuses_counts_beyond_their_bound(self, capsys, args, bound) -> None:
+        with pytest.raises(SystemExit) as info:
+            main(_bench(*args))
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert f"argument {args[0]}" in err and f"is outside {bound}" in err, err
+
+    def test_at_most_so_many_parser_lengths(self, capsys) -> None:
+        lengths = [str(64 * (k + 1)) for k in range(MAX_PARSER_LENGTHS + 1)]
+        assert main(_bench("--parser-lengths", *lengths)) == 2
+        assert f"at most {MAX_PARSER_LENGTHS} parser lengths" in capsys.readouterr().err
+
+    def test_a_recipe_whose_agent_turns_exceed_the_bound_needs_turns(self, capsys) -> None:
+        key = "env.nemo_gym.swe_agents_train.responses_api_agents.swe_agents.agent_max_turns"
+        assert main(_bench("--override", f"{key}=1000000000")) == 2
+        err = capsys.readouterr().err
+        assert f"at most {MAX_TURNS:,} turns" in err and "--turns" in err, err
+
+    def test_the_bounds_are_documented(self) -> None:
+        doc = (REPO / "docs" / "rollout-path.md").read_text()
+        for bound in (MAX_REPEATS, MAX_TURNS, MAX_PARSER_TOKENS, MAX_PARSER_LENGTHS):
+            assert f"{bound:,}" in doc or str(bound) in doc

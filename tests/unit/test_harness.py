@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from rlgate.cli.app import main
 from rlgate.core.errors import InfraError, SweError
 from rlgate.swe import harness
 
@@ -92,6 +93,32 @@ class TestBuildHarnessArgv:
             parse_with_swebench(argv, monkeypatch)
         assert info.value.code == 2
         assert "--namespace" in capsys.readouterr().err
+
+    @pytest.mark.parametrize(
+        ("changes", "message"),
+        [
+            pytest.param({"dataset": "--rewrite_reports"}, "starts with '-'", id="dataset_option"),
+            pytest.param(
+                {"instance_ids": ("django__django-11099", "--modal")},
+                "starts with '-'",
+                id="instance_id_option",
+            ),
+            pytest.param({"dataset": "SWE-bench/x\n--modal"}, "a line break", id="dataset_newline"),
+        ],
+    )
+    def test_a_value_the_harness_would_read_as_an_option_is_refused(
+        self, preds, tmp_path, changes, message
+    ):
+        opts = harness.HarnessOptions(predictions=preds, run_id="r", **changes)
+        with pytest.raises(SweError, match=message):
+            harness.build_harness_argv(opts, report_dir=tmp_path)
+
+    @pytest.mark.parametrize("option", ["--dataset=--rewrite_reports", "--instance-ids=--modal"])
+    def test_swe_eval_refuses_it_before_the_docker_check(self, preds, tmp_path, capsys, option):
+        argv = ["swe", "eval", "--predictions", str(preds), "--run-id", "r", option]
+        assert main([*argv, "--run-dir", str(tmp_path / "run")]) == 2  # not 3: no Docker here
+        err = capsys.readouterr().err
+        assert err.startswith("rlgate: error: ") and "starts with '-'" in err, err
 
     def test_harness_options_reject_a_run_id_with_a_path(self, preds):
         with pytest.raises(SweError, match="run id"):

@@ -27,9 +27,9 @@ import pytest
 import ray
 
 from rlgate.cli.app import main
-from rlgate.core.errors import ExitCode, InfraError
-from rlgate.launch.manifest import Backend, RunStatus, load_manifest
-from rlgate.launch.plan import backend_for, launch, plan_launch
+from rlgate.core.errors import ExitCode, InfraError, LaunchError
+from rlgate.launch.manifest import Backend, RunStatus, load_manifest, write_manifest
+from rlgate.launch.plan import backend_for, initial_manifest, launch, plan_launch
 from rlgate.launch.ray_jobs import RayBackend, submission_id
 from rlgate.launch.site import RaySite, SiteConfig
 from rlgate.launch.watch import watch_run
@@ -175,6 +175,31 @@ class TestRayBackend:
         backend.cancel(manifest)
         result = watch_run(plan.run_dir, interval=0.5, timeout=120)
         assert result.status is RunStatus.FAILED and "stopped" in result.message
+
+    def test_a_manifest_naming_another_ray_job_is_refused_and_that_job_keeps_running(
+        self, ray_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A crafted manifest points at a job rlgate did not submit: watch stops nothing."""
+        from ray.job_submission import JobSubmissionClient
+
+        client = JobSubmissionClient(ray_address)
+        foreign = client.submit_job(entrypoint="sleep 300", submission_id="raysubmit_notours01")
+        try:
+            plan = plan_ray(tmp_path, ray_address, "crafted")
+            plan.run_dir.mkdir()
+            manifest = initial_manifest(plan).model_copy(
+                update={"job_ids": [foreign], "ray_address": ray_address}
+            )
+            write_manifest(manifest)
+            argv = ["watch", str(plan.run_dir), "--interval", "0.2", "--stall-minutes", "0.002"]
+            assert main([*argv, "--cancel-stalled"]) == ExitCode.USAGE
+            err = capsys.readouterr().err
+            assert f"Ray job {foreign} at {ray_address} was not submitted by rlgate" in err
+            with pytest.raises(LaunchError, match="nothing was stopped"):
+                backend_for(Backend.RAY, plan.site).cancel(manifest)
+            assert not client.get_job_status(foreign).is_terminal()  # still running
+        finally:
+            client.stop_job(foreign)
 
     def test_dry_run_prints_the_job_request(
         self, ray_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -8,6 +8,7 @@ survives the trip into ray.sub's ``driver_command.sh``), not anything about a cl
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import stat
@@ -251,8 +252,8 @@ class TestSubmissionWiring:
         manifest = launch(plan_slurm(tmp_path, checkout, steps=4, steps_per_run=2))
         assert len(manifest.job_ids) == 2
         backend = backend_for(Backend.SLURM, SiteConfig())
-        assert backend.cancel(manifest) == f"scancel {' '.join(manifest.job_ids)}"
-        assert record.read_text().split() == manifest.job_ids
+        assert backend.cancel(manifest) == f"scancel -- {' '.join(manifest.job_ids)}"
+        assert record.read_text().split() == ["--", *manifest.job_ids]
 
 
 class TestSlurmOutputParsers:
@@ -276,3 +277,87 @@ class TestSlurmOutputParsers:
         assert parsed["1234"][:2] == ("COMPLETED", 0)
         assert parsed["1235"][:2] == ("CANCELLED", 0)
         assert parsed["1236"][0] == "TIMEOUT" and parsed["1237"][:2] == ("OUT_OF_MEMORY", 137)
+
+
+def fake_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, squeue_state: str) -> Path:
+    """``sbatch``, ``squeue`` and ``scancel`` on PATH that record their argv (one per line)."""
+    record = tmp_path / "argv"
+    record.mkdir()
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    for name, body in {
+        "sbatch": 'echo "4242;cluster0"\n',
+        # every job it is asked about is in this state
+        "squeue": 'prev=; for a in "$@"; do case "$a" in --jobs=*) ids=${a#--jobs=};; *) '
+        '[ "$prev" = -j ] && ids=$a;; esac; prev=$a; done\n'
+        f'tr , "\\n" <<< "$ids" | sed "s/$/|{squeue_state}/"\n',
+        "scancel": "",
+    }.items():
+        tool = fake_bin / name
+        tool.write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$@" > {record}/{name}\n{body}')
+        tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
+    return record
+
+
+class TestJobIdsAreSlurmsOwn:
+    """A manifest's job ids reach scancel/squeue/sacct: only Slurm's numeric forms, after ``--``."""
+
+    def _launched(self, tmp_path: Path, checkout: Path, job_ids: list[str]) -> Path:
+        plan = plan_slurm(tmp_path, checkout, steps=2)
+        launch(plan)
+        path = plan.run_dir / "rlgate_manifest.json"
+        doc = json.loads(path.read_text())
+        path.write_text(json.dumps({**doc, "job_ids": job_ids}))
+        return plan.run_dir
+
+    def _watch_and_cancel(self, run: Path) -> int:
+        argv = ["watch", str(run), "--interval", "0.1", "--stall-minutes", "0.002"]
+        return main([*argv, "--cancel-stalled"])
+
+    @pytest.mark.parametrize(
+        ("job_ids", "bad"),
+        [
+            pytest.param(["4242", "--me"], "job_ids[1]", id="scancel_me"),
+            pytest.param(["-u", "alice"], "job_ids[0]", id="option_then_value"),
+            pytest.param(["4242", "4243,4244"], "job_ids[1]", id="comma_list"),
+            pytest.param(["4242.0"], "job_ids[0]", id="step_id"),
+            pytest.param(["rlgate-run"], "job_ids[0]", id="not_numeric"),
+            pytest.param(["0"], "job_ids[0]", id="zero"),
+        ],
+    )
+    def test_a_job_id_slurm_would_not_give_is_refused_before_any_command(
+        self,
+        tmp_path: Path,
+        checkout: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+        job_ids: list[str],
+        bad: str,
+    ) -> None:
+        record = fake_slurm(tmp_path, monkeypatch, "RUNNING")
+        run = self._launched(tmp_path, checkout, job_ids)
+        (record / "sbatch").unlink()
+        assert self._watch_and_cancel(run) == 2
+        err = capsys.readouterr().err
+        assert "invalid run manifest" in err and bad in err and "Slurm job id" in err, err
+        assert sorted(p.name for p in record.iterdir()) == []  # no squeue, no scancel
+
+    def test_array_and_het_job_ids_go_after_a_double_dash(
+        self,
+        tmp_path: Path,
+        checkout: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        record = fake_slurm(tmp_path, monkeypatch, "RUNNING")
+        ids = ["4242", "4243_7", "4244+1"]
+        run = self._launched(tmp_path, checkout, ids)
+        assert self._watch_and_cancel(run) == 3  # stalled and cancelled
+        assert "cancelled: scancel -- 4242 4243_7 4244+1" in capsys.readouterr().out
+        assert (record / "scancel").read_text().split() == ["--", *ids]
+        assert (record / "squeue").read_text().split() == [
+            "--noheader",
+            "--format=%i|%T",
+            "--jobs=4242,4243_7,4244+1",
+        ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,13 @@ from rlgate.cli.app import main
 from rlgate.core.errors import ExitCode, LaunchError
 from rlgate.launch.job import JobState, Phase
 from rlgate.launch.local import LocalBackend
-from rlgate.launch.manifest import MANIFEST_NAME, Backend, RunStatus, load_manifest
+from rlgate.launch.manifest import (
+    MANIFEST_NAME,
+    Backend,
+    RunManifest,
+    RunStatus,
+    load_manifest,
+)
 from rlgate.launch.plan import initial_manifest, plan_launch
 from rlgate.launch.watch import (
     INFRA_SIGNATURES,
@@ -442,5 +450,112 @@ class TestStalled:
             assert (result.status, result.exit_code) == (RunStatus.STALLED, ExitCode.INFRA)
             assert "still running (rerun with --cancel-stalled" in result.message
             assert LocalBackend._alive(load_manifest(run))
+        finally:
+            stop_local_run(run)
+
+
+def _start_time(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+
+
+class TestSignalsOnlyWhatRlgateStarted:
+    """``--cancel-stalled`` signals a process only when the manifest proves rlgate started it.
+
+    The proof is the pid, its start time, the launch token rlgate put in the process's
+    environment and the manifest, and that the process leads its own session (the wrapper
+    ``rlgate launch`` started). Each case points a manifest at a real process the test
+    started itself and checks the refusal (exit 2, one message) and that it survived.
+    """
+
+    @pytest.fixture
+    def victim(self):
+        procs: list[subprocess.Popen] = []
+
+        def start(env: dict[str, str] | None = None) -> subprocess.Popen:
+            proc = subprocess.Popen(
+                ["sleep", "120"], start_new_session=True, env={**os.environ, **(env or {})}
+            )
+            procs.append(proc)
+            wait_for(lambda: Path(f"/proc/{proc.pid}/stat").is_file())
+            return proc
+
+        yield start
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+    def _watch(self, tmp_path: Path, capsys, **changes: object) -> tuple[int, str]:
+        run = tmp_path / "run"
+        write_doc(run, manifest_doc(tmp_path, run, backend="local", **changes))
+        argv = ["watch", str(run), "--interval", "0.1", "--stall-minutes", "0.005"]
+        code = main([*argv, "--cancel-stalled"])
+        return code, capsys.readouterr().err
+
+    @pytest.mark.parametrize(
+        ("proof", "message"),
+        [
+            pytest.param({"pid_start": None}, "records no start time", id="no_start_time"),
+            pytest.param({}, "records no launch token", id="start_time_but_no_token"),
+            pytest.param(
+                {"launch_token": "0" * 32}, "launch token is not in", id="token_not_in_its_env"
+            ),
+        ],
+    )
+    def test_a_manifest_naming_a_process_rlgate_did_not_start_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], victim, proof, message
+    ) -> None:
+        proc = victim()
+        fields = {"pid": proc.pid, "job_ids": [str(proc.pid)], "pid_start": _start_time(proc.pid)}
+        code, err = self._watch(tmp_path, capsys, **{**fields, **proof})
+        assert code == ExitCode.USAGE, err
+        lines = [line for line in err.splitlines() if not line.startswith("  hint:")]
+        assert len(lines) == 1 and lines[0].startswith("rlgate: error: run: "), err
+        assert f"process {proc.pid}" in err and message in err
+        assert proc.poll() is None  # not signalled
+        assert load_manifest(tmp_path / "run").status is RunStatus.SUBMITTED  # nothing recorded
+
+    def test_a_process_holding_the_token_but_not_leading_its_session_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The driver inside a real run inherits the token; only the wrapper may be named."""
+        run = launch_local(tmp_path / "real", "--stop-at-step", "1", "--hang", steps=4)
+        real = load_manifest(run)
+        try:
+            children = Path(f"/proc/{real.pid}/task/{real.pid}/children")
+            wait_for(lambda: children.read_text().split())
+            child = int(children.read_text().split()[0])
+            fields = {
+                "pid": child,
+                "job_ids": [str(child)],
+                "pid_start": _start_time(child),
+                "launch_token": real.launch_token,
+            }
+            code, err = self._watch(tmp_path, capsys, **fields)
+            assert code == ExitCode.USAGE and "does not lead its own session" in err, err
+            assert LocalBackend._alive(real)  # the run was not touched
+        finally:
+            stop_local_run(run)
+
+    def test_cancel_refuses_without_signalling(self, tmp_path: Path, victim) -> None:
+        proc = victim({"RLGATE_LAUNCH_TOKEN": "f" * 32})
+        doc = manifest_doc(tmp_path, tmp_path / "run", backend="local", pid=proc.pid)
+        doc.update(job_ids=[str(proc.pid)], pid_start=_start_time(proc.pid))
+        manifest = RunManifest.model_validate(
+            {k: v for k, v in doc.items() if k != "schema_version"}
+        )
+        with pytest.raises(LaunchError, match="records no launch token"):
+            LocalBackend().cancel(manifest)
+        assert proc.poll() is None
+
+    def test_the_run_rlgate_launched_is_proven_and_cancelled(self, tmp_path: Path) -> None:
+        run = launch_local(tmp_path, "--stop-at-step", "1", "--hang", steps=4)
+        manifest = load_manifest(run)
+        try:
+            assert manifest.launch_token and len(manifest.launch_token) == 32
+            environ = Path(f"/proc/{manifest.pid}/environ").read_bytes().split(b"\0")
+            assert f"RLGATE_LAUNCH_TOKEN={manifest.launch_token}".encode() in environ
+            assert os.getpgid(manifest.pid) == os.getsid(manifest.pid) == manifest.pid
+            assert LocalBackend().cancel(manifest, grace=5).startswith("process group")
+            wait_for(lambda: not LocalBackend._alive(manifest), timeout=30)
         finally:
             stop_local_run(run)

@@ -35,6 +35,7 @@ from typing import Any
 
 from rlgate.bench.cputime import clock, elapsed_ms, timing
 from rlgate.bench.gate import fit_exponent
+from rlgate.bench.limits import MAX_PARSER_LENGTHS, MAX_PARSER_TOKENS, MAX_REPEATS
 from rlgate.bench.parsing import ParseRun, build_parser_outputs, measure_parsing
 from rlgate.bench.trajectory import (
     ModelCall,
@@ -262,6 +263,11 @@ def bench_config(
     lengths = tuple(parser_lengths)
     if not lengths or any(n < 64 for n in lengths) or len(set(lengths)) != len(lengths):
         raise RecipeError(f"parser lengths must be distinct and >= 64 tokens, got {list(lengths)}")
+    if len(lengths) > MAX_PARSER_LENGTHS or max(lengths) > MAX_PARSER_TOKENS:
+        raise RecipeError(
+            f"at most {MAX_PARSER_LENGTHS} parser lengths of at most {MAX_PARSER_TOKENS:,} "
+            f"tokens, got {len(lengths)} up to {max(lengths):,}"
+        )
     spec = trajectory_spec(recipe, turns)
     return BenchConfig(spec.turns, spec.max_turns, spec.max_total_tokens, lengths)
 
@@ -421,8 +427,8 @@ def collect_bench(
 
 def run_rollout_bench(inputs: BenchInputs, repeats: int = 3) -> RolloutBench:
     """Warm up, then measure ``repeats`` passes of each path."""
-    if repeats < 1:
-        raise RecipeError(f"repeats must be >= 1, got {repeats}")
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise RecipeError(f"repeats must be in 1..{MAX_REPEATS}, got {repeats}")
     warm_up(inputs)
     prompts = [prompt_pass(inputs) for _ in range(repeats)]
     gyms = [gym_pass(inputs) for _ in range(repeats)]

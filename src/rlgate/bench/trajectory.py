@@ -27,6 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from rlgate.bench.limits import MAX_TURNS
 from rlgate.core.errors import RecipeError, RlgateError
 from rlgate.recipe.load import Recipe
 from rlgate.serving.contiguity import (
@@ -215,7 +216,9 @@ def trajectory_spec(recipe: Recipe, turns: int | None = None) -> TrajectorySpec:
 
     Raises:
         RecipeError: the recipe has no Gym agent turn limit or no sequence length.
-        RlgateError: ``turns`` is outside ``2..agent_max_turns``.
+        RlgateError: ``turns`` is outside ``2..agent_max_turns`` or above
+            :data:`rlgate.bench.limits.MAX_TURNS` (also when ``agent_max_turns`` is and
+            ``turns`` is not given).
     """
     limits = [s.config.get("agent_max_turns") for s in agent_servers(recipe)]
     limits = [t for t in limits if isinstance(t, int) and not isinstance(t, bool) and t > 0]
@@ -232,7 +235,13 @@ def trajectory_spec(recipe: Recipe, turns: int | None = None) -> TrajectorySpec:
             "got none (absent, null or an unresolved interpolation)"
         )
     max_turns = max(limits)
-    if turns is not None and not 2 <= turns <= max_turns:
+    if turns is None and max_turns > MAX_TURNS:
+        raise RlgateError(
+            f"{recipe.name}: agent_max_turns={max_turns:,}; the bench replays at most "
+            f"{MAX_TURNS:,} turns",
+            hint=f"pass --turns N (2..{MAX_TURNS:,})",
+        )
+    if turns is not None and not 2 <= turns <= min(max_turns, MAX_TURNS):
         raise RlgateError(
             f"{recipe.name}: turns must be between 2 and agent_max_turns={max_turns}, got {turns}"
         )

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from rlgate.bench.limits import MAX_PARSER_LENGTHS, MAX_PARSER_TOKENS, MAX_REPEATS, MAX_TURNS
 from rlgate.cli.history import (
     add_record_options,
     context_for,
@@ -30,7 +31,7 @@ from rlgate.core.options import (
     SYNC_RUN,
     TOKENIZERS,
 )
-from rlgate.core.validate import poll_seconds, positive_float, positive_int
+from rlgate.core.validate import int_in, poll_seconds, positive_float, positive_int
 
 # rlgate.launch.watch.DEFAULT_STALL_FACTOR, kept here so building the parser imports nothing
 # heavy (tests/unit/test_watch.py checks the two agree).
@@ -442,15 +443,25 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="Hydra override"
     )
-    r.add_argument("--turns", type=positive_int, help="model calls (default: agent_max_turns)")
+    r.add_argument(
+        "--turns",
+        type=int_in(1, MAX_TURNS),
+        help=f"model calls (default: agent_max_turns; at most {MAX_TURNS:,})",
+    )
     r.add_argument(
         "--parser-lengths",
-        type=positive_int,
+        type=int_in(1, MAX_PARSER_TOKENS),
         nargs="+",
         metavar="TOKENS",
-        help="model-output lengths for the parser bench (default: 1024 4096 16384)",
+        help="model-output lengths for the parser bench (default: 1024 4096 16384; at most "
+        f"{MAX_PARSER_LENGTHS} lengths of at most {MAX_PARSER_TOKENS:,} tokens)",
     )
-    r.add_argument("--repeats", type=positive_int, default=3, help="timed passes (default 3)")
+    r.add_argument(
+        "--repeats",
+        type=int_in(1, MAX_REPEATS),
+        default=3,
+        help=f"timed passes (default 3, at most {MAX_REPEATS})",
+    )
     TOKENIZERS.add_to(r)
     r.add_argument(
         "--baseline",

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rlgate.core.commands import Command, command
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import write_json_atomic, write_text_atomic
 from rlgate.core.resources import FUNCTIONAL_TIER
@@ -63,7 +64,14 @@ from rlgate.swe.records import VERIFIED_IDS_FILE
 if TYPE_CHECKING:
     from rlgate.report.build import ReleaseReport
 
-__all__ = ["DemoResult", "find_swe_dataset", "functional_command", "run_demo", "write_demo_swe"]
+__all__ = [
+    "DemoResult",
+    "find_swe_dataset",
+    "functional_command",
+    "functional_tier_command",
+    "run_demo",
+    "write_demo_swe",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -104,48 +112,44 @@ def find_swe_dataset() -> Path:
 # --- functional tier ---------------------------------------------------------------------------
 
 
-def functional_command(
-    junit: Path, tokenizers: str | os.PathLike[str], extra: tuple[str, ...] = ()
-) -> list[str]:
+def functional_tier_command(
+    junit: Path, tokenizers: str | os.PathLike[str], select: str | None = None
+) -> Command:
     """The pytest command line of the bundled functional tier (the same from a wheel or a checkout).
 
     ``-c os.devnull``: no project configuration is read (an installed rlgate has none);
     ``--rootdir``/``--confcutdir`` the bundle's parent folder, so no conftest outside the
     bundle is loaded and test ids, hence JUnit classnames, are ``functional/<module>``;
     the plugin (tier markers, ``--tokenizers``) is loaded with ``-p``; JUnit is xunit1 as
-    the project's own (properties on testcases).
+    the project's own (properties on testcases); ``select`` is a ``-k`` expression. Built by
+    :func:`rlgate.core.commands.command`.
     """
     root = str(FUNCTIONAL_TIER.parent)
-    return [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(FUNCTIONAL_TIER),
-        "-m",
-        "functional",
-        "-q",
-        "-c",
-        os.devnull,
-        "--rootdir",
-        root,
-        "--confcutdir",
-        root,
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "rlgate.pytest_plugin",
-        "-o",
-        "junit_family=xunit1",
-        "--tokenizers",
-        str(Path(tokenizers).resolve()),
-        "--junitxml",
-        str(junit.resolve()),
-        *extra,
-    ]
+    values: dict[str, str] = {"select": select} if select is not None else {}
+    return command(
+        "{python} -m pytest {tier} -m functional -q -c {devnull} --rootdir {root} "
+        "--confcutdir {root} -p no:cacheprovider -p rlgate.pytest_plugin "
+        "-o junit_family=xunit1 --tokenizers {tokenizers} --junitxml {junit}"
+        + (" -k {select}" if select is not None else ""),
+        python=sys.executable,
+        tier=FUNCTIONAL_TIER,
+        devnull=os.devnull,
+        root=root,
+        tokenizers=Path(tokenizers).resolve(),
+        junit=junit.resolve(),
+        **values,
+    )
+
+
+def functional_command(
+    junit: Path, tokenizers: str | os.PathLike[str], select: str | None = None
+) -> list[str]:
+    """:func:`functional_tier_command`'s argv as a list."""
+    return list(functional_tier_command(junit, tokenizers, select).argv)
 
 
 def _start_functional(
-    inputs: Path, tokenizers: str | os.PathLike[str] | None, extra: tuple[str, ...]
+    inputs: Path, tokenizers: str | os.PathLike[str] | None, select: str | None
 ) -> tuple[subprocess.Popen[bytes] | None, str]:
     if not tokenizers or not Path(tokenizers).is_dir():
         return None, (
@@ -157,16 +161,16 @@ def _start_functional(
             f"functional tier not run: the bundled tier is missing ({FUNCTIONAL_TIER}); "
             "reinstall rlgate"
         )
-    cmd = functional_command(inputs / "functional.xml", tokenizers, extra)
+    cmd = functional_tier_command(inputs / "functional.xml", tokenizers, select)
     env = dict(os.environ)
     env.setdefault("HF_HUB_OFFLINE", "1")  # every tokenizer comes from the local root
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")  # write no bytecode next to the bundle
     log = (inputs / "functional.log").open("wb")
     try:
-        proc = subprocess.Popen(cmd, cwd=inputs, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd.argv, cwd=inputs, env=env, stdout=log, stderr=subprocess.STDOUT)
     finally:
         log.close()
-    return proc, "functional tier: " + " ".join(cmd[2:])
+    return proc, "functional tier: " + " ".join(cmd.argv[2:])
 
 
 def _finish_functional(proc: subprocess.Popen[bytes] | None, inputs: Path, why: str) -> str:
@@ -310,18 +314,18 @@ def run_demo(
     tokenizers: str | os.PathLike[str] | None = None,
     force: bool = False,
     seed: int = 0,
-    functional_args: tuple[str, ...] = (),
+    functional_select: str | None = None,
 ) -> DemoResult:
     """Run the demo end to end and write the report into ``out_dir``.
 
-    ``functional_args`` are extra pytest arguments for the functional tier (e.g. ``-k``).
+    ``functional_select`` runs only the functional tests a ``-k`` expression selects.
     """
     from rlgate.report.build import build_report, prepare_out_dir, write_report
 
     out = prepare_out_dir(out_dir, force=force)
     inputs = out / INPUTS
     _fresh_inputs(inputs)
-    proc, why = _start_functional(inputs, tokenizers, functional_args)
+    proc, why = _start_functional(inputs, tokenizers, functional_select)
     try:
         runs = _write_runs(inputs, seed)
         gated = {**_gate_runs(inputs, runs), **_gate_swe(inputs, seed)}

@@ -7,42 +7,148 @@ What it writes into the run directory::
     launch/exit_status         the driver's exit status, written atomically when it ends
     driver.log                 the driver's stdout and stderr
 
-The wrapper starts in its own session and is detached, so ``rlgate launch`` returns at once
-and the run outlives the launching shell. ``rlgate watch`` follows it by pid, guarded
-against pid reuse by the process start time, and reads the exit status file. A process that
-is gone without an exit status was killed (OOM killer, ``kill -9``, reboot): ``failed``.
+The wrapper leads its own session (so ``rlgate launch`` returns at once and the run outlives
+the launching shell) and its environment carries a random launch token,
+``RLGATE_LAUNCH_TOKEN``, that the manifest records too. ``rlgate watch`` follows it by pid and
+reads the exit status file. A process that is gone without an exit status was killed (OOM
+killer, ``kill -9``, reboot): ``failed``.
+
+A manifest is input (it can be copied, edited or written by hand), so rlgate polls and signals
+a process only when the manifest proves rlgate started it (:func:`prove_ours`): the process
+with the recorded pid has the recorded start time (no pid reuse), leads its own session and
+process group (the wrapper, not a process inside it or elsewhere), and has the manifest's
+launch token in its environment (``/proc/<pid>/environ``, readable only for one's own
+processes). Anything else is refused with a :class:`~rlgate.core.errors.LaunchError` (exit 2)
+and nothing is signalled; a pid whose start time differs is a run that ended.
 """
 
 from __future__ import annotations
 
+import errno
+import hmac
 import os
+import secrets
+import shutil
 import signal
 import subprocess
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from rlgate.core.commands import command
 from rlgate.core.errors import LaunchError
 from rlgate.core.io import write_text_atomic
 from rlgate.launch.job import JobState, LaunchPlan, Phase
 from rlgate.launch.manifest import RunManifest, now_utc
 from rlgate.launch.shell import code, comment, export, script
 
-__all__ = ["LocalBackend", "process_start_time"]
+__all__ = ["TOKEN_ENV", "LocalBackend", "process_start_time", "prove_ours"]
 
 EXIT_FILE = "launch/exit_status"
-_SPAWN = 'bash "$1" </dev/null >/dev/null 2>&1 & echo $!'
+#: The environment variable holding the run's launch token (also in the manifest).
+TOKEN_ENV = "RLGATE_LAUNCH_TOKEN"
+# Starts the wrapper in its own session (pid = session = process group), prints its pid and
+# waits for rlgate to read its start time, then exits: the wrapper outlives it, detached.
+_SPAWN = (
+    "import subprocess, sys; "
+    "p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, "
+    "stderr=subprocess.DEVNULL, start_new_session=True); "
+    "print(p.pid, flush=True); sys.stdin.read()"
+)
+_NOT_OURS_HINT = (
+    "rlgate signals only a process it launched itself for this run directory (pid, start "
+    "time and launch token of the manifest must match); stop it yourself if it is yours"
+)
 
 
-def process_start_time(pid: int) -> int | None:
-    """The start time of a live, non-zombie process from ``/proc`` (None if gone or a zombie)."""
+_DEAD = ("Z", "X")  # zombie, dead (proc(5) state)
+
+
+@dataclass(frozen=True, slots=True)
+class _Stat:
+    state: str
+    group: int
+    session: int
+    start: int
+
+
+def _stat(pid: int) -> _Stat | None:
+    """Fields of ``/proc/<pid>/stat`` (proc(5)): state, pgrp, session, starttime."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
     fields = stat.rsplit(")", 1)[-1].split()  # the command name may contain spaces
-    if len(fields) < 20 or fields[0] == "Z":
+    if len(fields) < 20:
         return None
-    return int(fields[19])  # field 22 of proc(5): starttime
+    return _Stat(fields[0], int(fields[2]), int(fields[3]), int(fields[19]))
+
+
+def process_start_time(pid: int) -> int | None:
+    """The start time of a live, non-zombie process from ``/proc`` (None if gone or a zombie)."""
+    stat = _stat(pid)
+    return None if stat is None or stat.state in _DEAD else stat.start
+
+
+def _not_ours(manifest: RunManifest, why: str) -> LaunchError:
+    return LaunchError(
+        f"process {manifest.pid} was not started by rlgate for {manifest.run_dir}: {why}; "
+        "nothing was signalled",
+        hint=_NOT_OURS_HINT,
+    )
+
+
+def prove_ours(manifest: RunManifest) -> bool:
+    """True when the manifest's process is alive and provably the wrapper rlgate launched.
+
+    False when it has ended (gone, a zombie, or its pid now belongs to a process started at
+    another time). Needs ``/proc``.
+
+    Raises:
+        LaunchError: a live process has the pid but the manifest cannot prove it is the run's
+            (no start time or launch token recorded, not a session leader, token absent).
+    """
+    pid = manifest.pid
+    if pid is None:
+        return False
+    first = _stat(pid)
+    if first is None or first.state in _DEAD:
+        return False
+    if manifest.pid_start is None:
+        raise _not_ours(manifest, "the manifest records no start time for it")
+    if first.start != manifest.pid_start:
+        return False  # the run ended and the pid was reused
+    if not (first.group == first.session == pid):
+        raise _not_ours(manifest, "it does not lead its own session (rlgate's wrapper does)")
+    if manifest.launch_token is None:
+        raise _not_ours(manifest, "the manifest records no launch token")
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:  # EACCES: another user's process
+        raise _not_ours(manifest, f"its environment cannot be read ({exc.strerror})") from None
+    deadline = time.monotonic() + 1.0
+    while True:
+        again = _stat(pid)
+        if again is None or again.start != first.start or again.state in _DEAD:
+            return False  # ended while we read
+        if environ:
+            break
+        # an exiting process has released its memory (an empty environ) before it becomes a
+        # zombie: wait for that; a live process with no environment at all is not the run's
+        if time.monotonic() > deadline:
+            raise _not_ours(manifest, "its environment is empty")
+        time.sleep(0.02)
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            return False
+    wanted = f"{TOKEN_ENV}={manifest.launch_token}".encode()
+    if not any(hmac.compare_digest(item, wanted) for item in environ.split(b"\0")):
+        raise _not_ours(manifest, "the manifest's launch token is not in its environment")
+    return True
 
 
 def _wrapper(plan: LaunchPlan) -> str:
@@ -88,31 +194,49 @@ class LocalBackend:
         return f"{_wrapper(plan)}# launch/driver_command.sh:\n{plan.command}\n"
 
     def submit(self, plan: LaunchPlan, manifest: RunManifest) -> RunManifest:
-        """Write the scripts and start the wrapper detached; record its pid."""
+        """Write the scripts, start the wrapper in its own session; record pid and token."""
         self.render(plan)
         launch_dir = plan.run_dir / "launch"
         write_text_atomic(launch_dir / "driver_command.sh", plan.command)
         wrapper = write_text_atomic(launch_dir / "local_wrapper.sh", _wrapper(plan))
-        proc = subprocess.run(
-            ["bash", "-c", _SPAWN, "rlgate-local", str(wrapper)],
-            cwd=plan.run_dir,
-            capture_output=True,
-            text=True,
-            start_new_session=True,
-            timeout=60,
-            check=False,
+        token = secrets.token_hex(16)
+        bash = shutil.which("bash")
+        if bash is None:  # launch() records it as a failed submission
+            raise FileNotFoundError(errno.ENOENT, "bash not found on PATH", "bash")
+        spawn = command(
+            "{python} -c {code} {bash} {wrapper}",
+            python=sys.executable,
+            code=_SPAWN,
+            bash=bash,
+            wrapper=wrapper.resolve(),
+            error=LaunchError,
         )
-        try:
-            pid = int(proc.stdout.strip())
-        except ValueError:
-            raise LaunchError(
-                f"could not start the local run: {proc.stderr.strip() or proc.stdout!r}"
-            ) from None
+        with subprocess.Popen(
+            spawn.argv,
+            cwd=plan.run_dir,
+            env={**os.environ, TOKEN_ENV: token},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as proc:
+            assert proc.stdin and proc.stdout and proc.stderr
+            said = proc.stdout.readline().strip()
+            # the wrapper is the spawner's child until the spawner exits: its /proc entry
+            # (start time) is there even if it has already ended
+            pid = int(said) if said.isascii() and said.isdigit() else None
+            stat = _stat(pid) if pid is not None else None
+            proc.stdin.close()
+            err = proc.stderr.read().strip()
+        if pid is None:
+            why = err.splitlines()[-1] if err else repr(said)
+            raise LaunchError(f"could not start the local run: {why[:500]}")
         return manifest.model_copy(
             update={
                 "job_ids": [str(pid)],
                 "pid": pid,
-                "pid_start": process_start_time(pid),
+                "pid_start": stat.start if stat is not None else None,
+                "launch_token": token,
                 "driver_log": str(plan.run_dir / "driver.log"),
                 "started_at": now_utc(),
             }
@@ -141,11 +265,20 @@ class LocalBackend:
         return [log] if log.is_file() else []
 
     def cancel(self, manifest: RunManifest, *, grace: float = 10.0) -> str:
-        """SIGTERM the run's process group, SIGKILL it if it is still there after ``grace`` s."""
-        if not self._alive(manifest):  # gone, or its pid now belongs to another process
+        """SIGTERM the run's process group, SIGKILL it if it is still there after ``grace`` s.
+
+        Only a process :func:`prove_ours` proves (else LaunchError, nothing signalled).
+        """
+        if not Path("/proc/self/stat").is_file():
+            raise LaunchError(
+                f"cannot prove that process {manifest.pid} is this run's without /proc; "
+                "nothing was signalled",
+                hint=_NOT_OURS_HINT,
+            )
+        if not prove_ours(manifest):
             return f"process {manifest.pid} had already ended"
         assert manifest.pid is not None
-        group = os.getpgid(manifest.pid)  # the wrapper leads its own session (see submit)
+        group = manifest.pid  # proven: the wrapper leads its own session and process group
         os.killpg(group, signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and self._alive(manifest):
@@ -157,6 +290,7 @@ class LocalBackend:
 
     @staticmethod
     def _alive(manifest: RunManifest) -> bool:
+        """Is the run's process alive (proven ours, see :func:`prove_ours`)."""
         if manifest.pid is None:
             return False
         if not Path("/proc/self/stat").is_file():  # no procfs (macOS): signal 0 probes the pid
@@ -167,10 +301,7 @@ class LocalBackend:
             except PermissionError:
                 return True
             return True
-        start = process_start_time(manifest.pid)
-        if start is None:
-            return False
-        return manifest.pid_start is None or start == manifest.pid_start
+        return prove_ours(manifest)
 
 
 def _finished(exit_file: Path) -> JobState:

@@ -14,6 +14,10 @@ Invariants:
   every path it records (logs, checkpoints, driver log, Slurm logs) must lie inside it, so
   ``rlgate watch`` never writes (manifest, copied driver log) anywhere else, whatever a
   moved, copied or crafted manifest says;
+* job ids are in their backend's own form (:data:`SLURM_JOB_ID`, :data:`RAY_JOB_ID`, the
+  local pid), so none can reach ``scancel``/``squeue``/``sacct`` as an option; a local run
+  also records its process's start time and launch token, without which
+  :func:`rlgate.launch.local.prove_ours` signals nothing;
 * secrets never enter it: environment variables named in the site config's ``pass_env`` are
   recorded by name only.
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import Enum
@@ -36,6 +41,8 @@ from rlgate.core.validate import PositiveInt, problems
 
 __all__ = [
     "MANIFEST_NAME",
+    "RAY_JOB_ID",
+    "SLURM_JOB_ID",
     "Backend",
     "GitInfo",
     "RecipeRef",
@@ -49,8 +56,14 @@ __all__ = [
 MANIFEST_NAME = "rlgate_manifest.json"
 _HINT = f"pass a run directory created by `rlgate launch` (it holds {MANIFEST_NAME})"
 
-# A job handle: a Slurm job id, a pid, a Ray submission id (no spaces, quotes or separators).
-JobId = Annotated[str, Field(pattern=r"^[A-Za-z0-9._+@-]{1,200}$")]
+# A job handle: a Slurm job id, a pid, a Ray submission id, each in its backend's own form
+# (RunManifest._job_handles): no spaces, quotes or separators, never an option.
+JobId = Annotated[str, Field(max_length=200)]
+#: Slurm's job ids as scancel/squeue/sacct read them: a job (``4242``), an array task
+#: (``4242_7``) or a heterogeneous job's component (``4242+1``); ids start at 1.
+SLURM_JOB_ID = re.compile(r"[1-9][0-9]{0,9}(?:_[0-9]{1,10}|\+[0-9]{1,10})?")
+#: Ray job submission ids: rlgate's ``rlgate-<run name>``, or one Ray generated.
+RAY_JOB_ID = re.compile(r"rlgate-[A-Za-z0-9._+@-]{1,200}|raysubmit_[A-Za-z0-9]{1,64}")
 
 
 class Backend(Enum):
@@ -127,6 +140,8 @@ class RunManifest(BaseModel):
     ray_address: str | None = None
     pid: PositiveInt | None = None
     pid_start: Annotated[int, Field(strict=True, ge=0)] | None = None  # /proc start time
+    # random, also in the local wrapper's environment: proves the process is rlgate's
+    launch_token: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] | None = None
     slurm_log_root: str | None = None  # ray.sub's BASE_LOG_DIR
     submitted_at: str | None = None
     started_at: str | None = None
@@ -134,6 +149,26 @@ class RunManifest(BaseModel):
     exit_status: int | None = None
     last_step: int | None = None
     message: str | None = None
+
+    @model_validator(mode="after")
+    def _job_handles(self) -> RunManifest:
+        """Job ids in their backend's own form: they become scancel/squeue/sacct arguments."""
+        for i, job in enumerate(self.job_ids):
+            if self.backend is Backend.SLURM and not SLURM_JOB_ID.fullmatch(job):
+                raise ValueError(
+                    f"job_ids[{i}] {job!r} is not a Slurm job id (4242, array task 4242_7, "
+                    "het component 4242+1)"
+                )
+            if self.backend is Backend.RAY and (i > 0 or not RAY_JOB_ID.fullmatch(job)):
+                raise ValueError(
+                    f"job_ids[{i}] {job!r} is not the Ray job of a run (one id: "
+                    "rlgate-<run name> or raysubmit_<id>)"
+                )
+            if self.backend is Backend.LOCAL and (
+                not job.isdigit() or (self.pid is not None and job != str(self.pid))
+            ):
+                raise ValueError(f"job_ids[{i}] {job!r} is not the local run's pid ({self.pid})")
+        return self
 
     @model_validator(mode="after")
     def _paths_inside_run_dir(self) -> RunManifest:

@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rlgate.checks.registry import load_recipe
+from rlgate.core.commands import command
 from rlgate.core.errors import LaunchError
 from rlgate.core.versions import tested_versions
 from rlgate.launch.budget import runs_needed
@@ -312,7 +313,7 @@ def read_git_info(path: Path | None) -> GitInfo:
         return GitInfo(path=str(path), commit="unknown", reason="directory does not exist")
     try:
         head = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"],
+            command("git -C {path} rev-parse HEAD", path=path.resolve(), error=LaunchError).argv,
             capture_output=True,
             text=True,
             timeout=30,
@@ -321,7 +322,11 @@ def read_git_info(path: Path | None) -> GitInfo:
             why = head.stderr.strip().splitlines()[-1] if head.stderr.strip() else "git failed"
             return GitInfo(path=str(path), commit="unknown", reason=f"not a git checkout: {why}")
         status = subprocess.run(
-            ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
+            command(
+                "git -C {path} status --porcelain --untracked-files=no",
+                path=path.resolve(),
+                error=LaunchError,
+            ).argv,
             capture_output=True,
             text=True,
             timeout=60,

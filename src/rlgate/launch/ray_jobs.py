@@ -10,6 +10,10 @@ same path on the head node; the site config's ``env`` and ``pass_env`` go into t
 The job's id is ``rlgate-<run name>``; its driver log is copied to ``<run>/driver.log`` on every
 poll. Ray job states map onto :class:`~rlgate.launch.plan.Phase`: ``STOPPED`` (``ray job stop``)
 is a failure.
+
+A manifest is input, so the job it names is followed and stopped only when its metadata
+(``rlgate_run_dir``, which ``submit`` sets) names the manifest's run directory; the id itself
+is one of :data:`rlgate.launch.manifest.RAY_JOB_ID`'s forms (it goes into the job API's URL).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from rlgate.core.errors import InfraError, LaunchError
 from rlgate.core.io import write_text_atomic
+from rlgate.core.text import one_line
 from rlgate.launch.job import JobState, LaunchPlan, Phase
 from rlgate.launch.manifest import RunManifest
 from rlgate.launch.site import SiteConfig
@@ -49,6 +54,22 @@ def _connect(address: str) -> Any:
             hint="pass the dashboard address (http://<head>:8265) with --ray-address or the "
             "site config's ray.address; the dashboard must be running",
         ) from exc
+
+
+RUN_DIR_KEY = "rlgate_run_dir"
+
+
+def _check_ours(manifest: RunManifest, info: Any, address: str, job_id: str) -> None:
+    """Refuse a job rlgate did not submit for this run directory (its metadata says so)."""
+    metadata = getattr(info, "metadata", None) or {}
+    if metadata.get(RUN_DIR_KEY) != manifest.run_dir:
+        raise LaunchError(
+            f"Ray job {job_id} at {address} was not submitted by rlgate for "
+            f"{manifest.run_dir} (its metadata {RUN_DIR_KEY} is "
+            f"{one_line(repr(metadata.get(RUN_DIR_KEY)))[:200]}); nothing was stopped",
+            hint="rlgate follows and stops only the job it submitted for the run directory "
+            "it is pointed at",
+        )
 
 
 def _iso(millis: int | None) -> str | None:
@@ -85,7 +106,7 @@ class RayBackend:
             "submission_id": submission_id(plan.name),
             "entrypoint": plan.command,
             "runtime_env": {"env_vars": env},
-            "metadata": {"rlgate_run_dir": str(plan.run_dir), "recipe": plan.recipe.name},
+            "metadata": {RUN_DIR_KEY: str(plan.run_dir), "recipe": plan.recipe.name},
         }
         return json.dumps(request, indent=2) + "\n"
 
@@ -99,7 +120,7 @@ class RayBackend:
                 entrypoint=plan.command,
                 submission_id=submission_id(plan.name),
                 runtime_env={"env_vars": env} if env else None,
-                metadata={"rlgate_run_dir": str(plan.run_dir), "recipe": plan.recipe.name},
+                metadata={RUN_DIR_KEY: str(plan.run_dir), "recipe": plan.recipe.name},
             )
         except Exception as exc:  # RuntimeError (HTTP status), requests errors
             raise InfraError(
@@ -124,6 +145,7 @@ class RayBackend:
             raise
         except Exception as exc:
             raise InfraError(f"Ray job API at {address}: cannot read job {job_id}: {exc}") from exc
+        _check_ours(manifest, info, address, job_id)
         status = str(getattr(info.status, "value", info.status))
         phase = {
             "PENDING": Phase.PENDING,
@@ -173,8 +195,15 @@ class RayBackend:
         return manifest.ray_address, manifest.job_ids[0]
 
     def cancel(self, manifest: RunManifest) -> str:
-        """Ask Ray to stop the job (``ray job stop``)."""
+        """Ask Ray to stop the job (``ray job stop``), once its metadata proves it is the run's."""
         address, job_id = self._handle(manifest)
+        try:
+            info = self._client(address).get_job_info(job_id)
+        except InfraError:
+            raise
+        except Exception as exc:
+            raise InfraError(f"Ray job API at {address}: cannot read job {job_id}: {exc}") from exc
+        _check_ours(manifest, info, address, job_id)
         try:
             stopped = bool(self._client(address).stop_job(job_id))
         except Exception as exc:  # ConnectionError, RuntimeError, requests errors

@@ -11,7 +11,10 @@ script. Like ``tools/launch``, a run of more steps than one job reaches is a cha
 resumes from the run's checkpoint directory.
 
 Following a job uses ``squeue`` while it is queued or running, then ``sacct`` for its final
-state and exit code. Without Slurm accounting the state is ``unknown`` and the verdict rests
+state and exit code; a stalled chain is cancelled with ``scancel -- <ids>``. Every command is
+built by :func:`rlgate.core.commands.command`, its job ids Slurm's own numeric forms
+(:data:`rlgate.launch.manifest.SLURM_JOB_ID`), after ``--`` or inside ``--jobs=``, so no
+id can be read as an option. Without Slurm accounting the state is ``unknown`` and the verdict rests
 on the ``ENDED`` marker and the run's metrics.
 """
 
@@ -22,10 +25,11 @@ import re
 import subprocess
 from pathlib import Path
 
+from rlgate.core.commands import Command, Options, command
 from rlgate.core.errors import InfraError, LaunchError
 from rlgate.core.io import write_text_atomic
 from rlgate.launch.job import JobState, LaunchPlan, Phase, check_plain_path
-from rlgate.launch.manifest import RunManifest
+from rlgate.launch.manifest import SLURM_JOB_ID, RunManifest
 from rlgate.launch.shell import Words, code, comment, export, require_env, script
 from rlgate.launch.site import SiteConfig, SlurmSite
 
@@ -133,19 +137,22 @@ def render_sbatch_script(plan: LaunchPlan) -> str:
     clash = sorted(set(plan.env) & set(exports))
     if clash:  # the site config refuses these names; a plan built by hand might not
         raise LaunchError(f"the site env may not set {clash}: rlgate sets them for ray.sub")
-    sbatch = [
-        "--parsable",
-        f"--nodes={plan.nodes}",
-        *([f"--gres=gpu:{plan.gpus_per_node}"] if slurm.gres else []),
-        f"--time={format_time_limit(plan.minutes)}",
-        f"--account={slurm.account}",
-        f"--partition={slurm.partition}",
-        f"--job-name={slurm.job_name_prefix}:{plan.name}",
-        "--dependency=singleton",
-        f"--output={log_root}/slurm-%j.out",
-        *slurm.extra_sbatch_args,
-        slurm.ray_sub,
-    ]
+    sbatch = command(
+        "sbatch --parsable --nodes={nodes} {gres} --time={time} --account={account} "
+        "--partition={partition} --job-name={prefix}:{name} --dependency=singleton "
+        "--output={log_root}/slurm-%j.out {extra} {ray_sub}",
+        nodes=plan.nodes,
+        gres=Options((f"--gres=gpu:{plan.gpus_per_node}",) if slurm.gres else ()),
+        time=format_time_limit(plan.minutes),
+        account=slurm.account,
+        partition=slurm.partition,
+        prefix=slurm.job_name_prefix,
+        name=plan.name,
+        log_root=log_root,
+        extra=Options(slurm.extra_sbatch_args),
+        ray_sub=slurm.ray_sub,
+        error=LaunchError,
+    )
     budget = (
         f"{plan.runs} job(s) x {plan.nodes} nodes x {plan.gpus_per_node} GPUs x "
         f"{plan.minutes} min = {plan.gpu_hours:g} GPU-hours"
@@ -168,7 +175,7 @@ def render_sbatch_script(plan: LaunchPlan) -> str:
         *(require_env(name) for name in plan.pass_env),
         code('mkdir -p "$BASE_LOG_DIR"'),
         code("for _ in $(seq 1 {runs}); do", runs=plan.runs),
-        code("  sbatch {args}", args=Words(sbatch, wrap=True)),
+        code("  sbatch {args}", args=Words(sbatch.argv[1:], wrap=True)),
         code("done"),
     )
 
@@ -204,16 +211,25 @@ def parse_sacct(stdout: str) -> dict[str, tuple[str, int | None, str, str]]:
     return out
 
 
-def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+def _run(cmd: Command) -> subprocess.CompletedProcess[str]:
+    program = cmd.argv[0]
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        return subprocess.run(cmd.argv, capture_output=True, text=True, timeout=120, check=False)
     except FileNotFoundError as exc:
         raise InfraError(
-            f"{argv[0]} not found: Slurm commands are not available on this host",
+            f"{program} not found: Slurm commands are not available on this host",
             hint="run rlgate launch/watch --backend slurm on a Slurm login node",
         ) from exc
     except subprocess.TimeoutExpired as exc:
-        raise InfraError(f"{argv[0]} did not answer within 120 s (Slurm controller?)") from exc
+        raise InfraError(f"{program} did not answer within 120 s (Slurm controller?)") from exc
+
+
+def _jobs(manifest: RunManifest, ids: list[str]) -> list[str]:
+    """``ids`` if each is a Slurm job id (the manifest checked; this is the last gate)."""
+    for job in ids:
+        if not SLURM_JOB_ID.fullmatch(job):
+            raise LaunchError(f"{manifest.run_dir}: job id {job!r:.80} is not a Slurm job id")
+    return ids
 
 
 class SlurmBackend:
@@ -229,7 +245,7 @@ class SlurmBackend:
     def submit(self, plan: LaunchPlan, manifest: RunManifest) -> RunManifest:
         """Write ``launch/sbatch.sh``, run it, record the job ids."""
         script = write_text_atomic(plan.run_dir / "launch" / "sbatch.sh", self.render(plan))
-        proc = _run(["bash", str(script)])
+        proc = _run(command("bash {script}", script=script.resolve(), error=LaunchError))
         ids = parse_job_ids(proc.stdout)
         if proc.returncode != 0 or len(ids) != plan.runs:
             done = f"; jobs submitted before it failed: {ids} (scancel them)" if ids else ""
@@ -245,8 +261,14 @@ class SlurmBackend:
 
     def poll(self, manifest: RunManifest) -> JobState:
         """Poll ``squeue`` while queued or running, then ``sacct`` and ray.sub's ENDED marker."""
-        ids = manifest.job_ids
-        proc = _run(["squeue", "-h", "-o", "%i|%T", "-j", ",".join(ids)])
+        ids = _jobs(manifest, manifest.job_ids)
+        proc = _run(
+            command(
+                "squeue --noheader --format=%i|%T --jobs={ids}",
+                ids=",".join(ids),
+                error=LaunchError,
+            )
+        )
         if proc.returncode != 0 and "invalid job id" not in proc.stderr.lower():
             raise InfraError(f"squeue failed: {proc.stderr.strip()}")
         queued = parse_squeue(proc.stdout) if proc.returncode == 0 else {}
@@ -257,10 +279,15 @@ class SlurmBackend:
         return self._final(manifest)
 
     def _final(self, manifest: RunManifest) -> JobState:
-        last = manifest.job_ids[-1]
+        last = _jobs(manifest, manifest.job_ids)[-1]
         ended = [p for p in self._job_log_dirs(manifest, last) if (p / "ENDED").exists()]
         acct = _run(
-            ["sacct", "-n", "-P", "-X", "-o", "JobIDRaw,State,ExitCode,Start,End", "-j", last]
+            command(
+                "sacct --noheader --parsable2 --allocations "
+                "--format=JobIDRaw,State,ExitCode,Start,End --jobs={job}",
+                job=last,
+                error=LaunchError,
+            )
         )
         record = parse_sacct(acct.stdout).get(last) if acct.returncode == 0 else None
         if ended:
@@ -288,10 +315,11 @@ class SlurmBackend:
 
     def cancel(self, manifest: RunManifest) -> str:
         """``scancel`` every job of the chain (the later ones wait on the stalled one)."""
-        proc = _run(["scancel", *manifest.job_ids])
+        cmd = command("scancel -- {ids}", ids=_jobs(manifest, manifest.job_ids), error=LaunchError)
+        proc = _run(cmd)
         if proc.returncode != 0:
-            raise InfraError(f"scancel {' '.join(manifest.job_ids)} failed: {proc.stderr.strip()}")
-        return f"scancel {' '.join(manifest.job_ids)}"
+            raise InfraError(f"{cmd} failed: {proc.stderr.strip()}")
+        return str(cmd)
 
     def log_files(self, manifest: RunManifest) -> list[Path]:
         """The last job's ``ray-driver.log`` and every job's ``slurm-<id>.out``."""

@@ -9,8 +9,10 @@ metrics with :func:`rlgate.runs.metrics.load_run`. The target step counts as rea
 ``check_metrics.py``, except that here stopping short is a failure, never a silent skip.
 
 Verdicts and exit codes: ``completed`` 0; ``stopped_short``, ``failed`` and ``lost`` 1;
-``failed`` with an infrastructure signature in its logs (:data:`INFRA_SIGNATURES`, an ordered
-table: first match wins) 3; a watch that times out while the job still runs 3; ``stalled`` 3.
+``failed`` because of an infrastructure fault 3; a watch that times out while the job still
+runs 3; ``stalled`` 3. The fault is what ended the process (:func:`classify_failure`): the
+backend's final job state, else the driver log's terminating error (the last error of its
+last step, matched against :data:`INFRA_SIGNATURES`), never text the rollouts echoed earlier.
 
 A run is **stalled** (wedged, not crashed: async GRPO can hang on a straggler rollout) when
 its job is still running but no new training step has been logged for ``stall_factor`` times
@@ -91,7 +93,8 @@ INFRA_SIGNATURES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "slurm_node_or_time_limit",
             r"DUE TO TIME LIMIT|DUE TO NODE FAIL|DUE TO PREEMPTION|NODE_FAIL"
-            r"|srun: error: .*(?:Node failure|Task launch for)",
+            r"|srun: error: .*(?:Node failure|Task launch for)"
+            r"|\bended (?:TIMEOUT|PREEMPTED|BOOT_FAIL|DEADLINE)\b",  # sacct's final state
         ),
         (
             "container_or_cluster_bringup",
@@ -106,8 +109,31 @@ INFRA_SIGNATURES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("disk_full", r"No space left on device|Disk quota exceeded"),
     )
 )
-_EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception)\b.*)$")
 _TAIL_BYTES = 1 << 20
+
+# The driver log's structure (NeMo RL 7ea279a): grpo.py prints a banner when a step starts;
+# Ray prefixes what an actor prints with "(ActorName pid=N[, ip=...])", torchrun with
+# "[rankN]:"; Python ends a traceback with an unindented "module.Error: message" line.
+_STEP_BANNER = re.compile(r"^=+ Step \d+/\d+ =+$")
+_PREFIX = re.compile(
+    r"^(?:\((?:(?P<actor>[A-Za-z_][\w.]*) )?pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?)?"
+    r"(?:\[rank\d+\]: ?)?"
+)
+_EXCEPTION = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)\b(?:[:(]|$)"
+)
+_TRACEBACK = "Traceback (most recent call last):"
+_CHAINED = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
+_ACTOR_DIED = re.compile(r"ray\.exceptions\.(?:ActorDiedError|RayActorError)\b")
+_DEAD_PID = re.compile(r"^\s*pid: (\d+)$|\(pid=(\d+)[,)]")
+#: Ray actors whose output is the rollouts' own: NeMo RL runs NeMo Gym's servers (and so the
+#: agents' tool output and observations) in its ``NemoGym`` environment actor.
+ECHO_ACTORS = frozenset({"NemoGym"})
+# rich panels: NeMo RL's print_message_log_samples draws sample conversations in them
+_PANEL = tuple("│┃║╭╮╰╯┏┓┗┛━─")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,29 +146,154 @@ class FailureCause:
     source: str  # the file it came from
 
 
+@dataclass(frozen=True, slots=True)
+class _Line:
+    text: str  # the line as logged
+    body: str  # without Ray's actor prefix and torchrun's rank prefix
+    actor: str | None
+    pid: str | None
+
+
+def _parse(line: str) -> _Line:
+    m = _PREFIX.match(line)
+    actor, pid = (m.group("actor"), m.group("pid")) if m else (None, None)
+    return _Line(line, line[m.end() :] if m else line, actor, pid)
+
+
 def _tail_lines(path: Path) -> list[str]:
+    """The whole lines of the last MiB of ``path`` (a line cut by the bound is dropped)."""
     with path.open("rb") as fh:
-        fh.seek(max(0, path.stat().st_size - _TAIL_BYTES))
-        return fh.read().decode("utf-8", errors="replace").splitlines()
+        start = max(0, path.stat().st_size - _TAIL_BYTES)
+        fh.seek(start)
+        lines = fh.read().decode("utf-8", errors="replace").splitlines()
+    return lines[1:] if start and lines else lines
 
 
-def classify_failure(sources: Iterable[tuple[str, Sequence[str]]]) -> FailureCause | None:
-    """Match log lines against :data:`INFRA_SIGNATURES` (table order), else the last exception.
+def _signature(text: str) -> str | None:
+    """The first :data:`INFRA_SIGNATURES` reason ``text`` matches."""
+    return next((reason for reason, pattern in INFRA_SIGNATURES if pattern.search(text)), None)
+
+
+def _evidence(line: _Line) -> bool:
+    """A line that can be evidence: not a rollout's output, not a sample in a panel."""
+    return line.actor not in ECHO_ACTORS and not line.body.lstrip().startswith(_PANEL)
+
+
+def _anchor(line: _Line) -> bool:
+    return _evidence(line) and bool(_EXCEPTION.match(line.body) or _signature(line.body))
+
+
+def _same_stream(a: _Line, b: _Line) -> bool:
+    return (a.actor, a.pid) == (b.actor, b.pid)
+
+
+def _error_unit(lines: Sequence[_Line], at: int) -> list[_Line]:
+    r"""The error that ends at ``lines[at]``: its traceback, chained causes and message.
+
+    Walks up through the traceback (indented frames, the exception lines of a
+    ``RayTaskError``'s remote traceback) to its ``Traceback`` header, and on through
+    ``The above exception was the direct cause ...`` to the chained ones; then down through
+    the message's continuation lines (``\tclass_name: ...``). Only lines of the same
+    process count (Ray interleaves the actors' output).
+    """
+    anchor = lines[at]
+    unit = [anchor]
+    i = at - 1
+    while i >= 0:
+        line = lines[i]
+        if not _same_stream(line, anchor):
+            i -= 1
+            continue
+        body = line.body
+        if body.startswith(_TRACEBACK):
+            unit.append(line)
+            j = i - 1  # a chained cause: its separator, then the cause's own last line
+            while j >= 0 and (not _same_stream(lines[j], anchor) or not lines[j].body.strip()):
+                j -= 1
+            if j >= 0 and lines[j].body.strip() in _CHAINED:
+                i = j - 1
+                continue
+            break
+        if body[:1].isspace() or not body.strip() or _EXCEPTION.match(body):
+            unit.append(line)
+            i -= 1
+            continue
+        break
+    unit.reverse()
+    for line in lines[at + 1 :]:
+        if not _same_stream(line, anchor):
+            continue
+        if not (line.body[:1].isspace() or line.body.startswith("The actor is dead")):
+            break
+        unit.append(line)
+    return unit
+
+
+def _terminating(lines: Sequence[_Line], name: str) -> tuple[FailureCause, bool] | None:
+    """The error that ended ``lines`` (a cause, and whether it is only a consequence).
+
+    Only the run's last step counts (a step that started means the earlier ones were
+    survived); in it, the last error line that can be evidence, with its whole unit.
+    """
+    banners = [
+        i for i, line in enumerate(lines) if not line.actor and _STEP_BANNER.match(line.body)
+    ]
+    segment = lines[banners[-1] + 1 :] if banners else lines
+    at = next((i for i in range(len(segment) - 1, -1, -1) if _anchor(segment[i])), None)
+    if at is None:
+        return None
+    unit = [line for line in _error_unit(segment, at) if _evidence(line)]
+    for reason, pattern in INFRA_SIGNATURES:  # within the one error, most specific first
+        for line in unit:
+            if pattern.search(line.body):
+                return FailureCause(reason, True, line.text.strip()[:300], name), False
+    last = next(line for line in reversed(unit) if _EXCEPTION.match(line.body))
+    died = next((line for line in unit if _ACTOR_DIED.search(line.body)), None)
+    if died is not None:  # an actor died: its own last error says why
+        pid = next(
+            (m.group(1) or m.group(2) for line in unit if (m := _DEAD_PID.search(line.body))), None
+        )
+        own = [line for line in segment[:at] if pid is not None and line.pid == pid]
+        found = _terminating(own, name) if own else None
+        if found is not None and found[0].infra:
+            return found
+        return FailureCause("exception", False, last.text.strip()[:300], name), True
+    return FailureCause("exception", False, last.text.strip()[:300], name), False
+
+
+def classify_failure(
+    sources: Iterable[tuple[str, Sequence[str]]], *, state: str = ""
+) -> FailureCause | None:
+    """The cause of a run's end: what ended the process, never text its rollouts echoed.
 
     Args:
-        sources: ``(name, lines)`` pairs, most relevant first (the driver log).
+        sources: ``(name, lines)`` pairs: the driver log first, then the other logs
+            (Slurm's output, with its end-of-job lines).
+        state: the backend's final job state (Slurm's state, ray.sub's ``ENDED``, Ray's job
+            status, the local exit status).
+
+    A job state that names an infrastructure end (a time limit, a node failure, a failed
+    bring-up) decides. Else the driver log's terminating error does: the last error of its
+    last step (a step that started means the earlier ones were survived) -- the final
+    traceback with its chained causes and any remote traceback it carries, or the last
+    error line -- and for an ``ActorDiedError`` the dead actor's own last error. Lines of
+    the rollout actors (:data:`ECHO_ACTORS`) and sample panels are never evidence. When the
+    driver log has no error, or only an actor death it does not explain, an infrastructure
+    end in the other logs (``slurmstepd: error: ... oom-kill``) decides.
     """
-    sources = list(sources)
-    for reason, pattern in INFRA_SIGNATURES:
-        for name, lines in sources:
-            for line in lines:
-                if pattern.search(line):
-                    return FailureCause(reason, True, line.strip()[:300], name)
-    for name, lines in sources:
-        for line in reversed(lines):
-            if _EXCEPTION.match(line):
-                return FailureCause("exception", False, line.strip()[:300], name)
-    return None
+    if state and (reason := _signature(state)):
+        return FailureCause(reason, True, state.strip()[:300], "job state")
+    found = [_terminating([_parse(line) for line in lines], name) for name, lines in sources]
+    driver, others = (found[0], found[1:]) if found else (None, [])
+    if driver is not None and not driver[1]:
+        return driver[0]
+    later = [cause for cause, _ in filter(None, others)]
+    infra = next((cause for cause in later if cause.infra), None)
+    if infra is not None:
+        return infra
+    if driver is not None:
+        return driver[0]
+    return later[0] if later else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,7 +591,7 @@ def _finish(
     cause = None
     if state.phase is not Phase.SUCCEEDED:
         logs = [(str(p), _tail_lines(p)) for p in backend.log_files(manifest)]
-        cause = classify_failure([("job state", [state.message]), *logs])
+        cause = classify_failure(logs, state=state.message)
     status, code, message = judge(state, progress, manifest.target_step, cause)
     manifest = manifest.model_copy(
         update={

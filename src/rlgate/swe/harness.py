@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlgate.core.commands import Command, command
 from rlgate.core.errors import InfraError, SweError
 from rlgate.core.io import write_json_atomic
 from rlgate.core.text import one_line
@@ -219,37 +220,43 @@ def load_instances(dataset: str, split: str, ids: Sequence[str] | None = None) -
 # --- argv and prechecks -------------------------------------------------------------------
 
 
-def build_harness_argv(
+def harness_command(
     opts: HarnessOptions, *, report_dir: Path, python: str = sys.executable
-) -> list[str]:
-    """Return the exact ``python -m swebench.harness.run_evaluation …`` command (5.0.2 flags)."""
+) -> Command:
+    """The exact ``python -m swebench.harness.run_evaluation …`` command (5.0.2 flags).
+
+    Built by :func:`rlgate.core.commands.command`: a ``--dataset`` (or any value) that starts
+    with ``-`` or holds a line break is refused (SweError), never handed to the harness.
+    """
     dataset = opts.dataset
     if Path(dataset).exists():  # the harness runs in the run directory: make it absolute
         dataset = str(Path(dataset).resolve())
-    argv = [
-        python,
-        "-m",
-        HARNESS_MODULE,
-        "--dataset_name",
-        dataset,
-        "--split",
-        opts.split,
-        "--predictions_path",
-        str(opts.predictions.resolve()),
-        "--max_workers",
-        str(opts.max_workers),
-        "--timeout",
-        str(opts.timeout),
-        "--run_id",
-        opts.run_id,
-        "--report_dir",
-        str(report_dir.resolve()),
-        "--modal",
-        "true" if opts.modal else "false",
-    ]
-    if opts.instance_ids:
-        argv += ["--instance_ids", *opts.instance_ids]
-    return argv
+    values: dict[str, Any] = {"instances": opts.instance_ids} if opts.instance_ids else {}
+    return command(
+        "{python} -m {module} --dataset_name {dataset} --split {split} --predictions_path "
+        "{predictions} --max_workers {workers} --timeout {timeout} --run_id {run_id} "
+        "--report_dir {report_dir} --modal {modal}"
+        + (" --instance_ids {instances}" if opts.instance_ids else ""),
+        python=python,
+        module=HARNESS_MODULE,
+        dataset=dataset,
+        split=opts.split,
+        predictions=opts.predictions.resolve(),
+        workers=opts.max_workers,
+        timeout=opts.timeout,
+        run_id=opts.run_id,
+        report_dir=report_dir.resolve(),
+        modal="true" if opts.modal else "false",
+        error=SweError,
+        **values,
+    )
+
+
+def build_harness_argv(
+    opts: HarnessOptions, *, report_dir: Path, python: str = sys.executable
+) -> list[str]:
+    """:func:`harness_command`'s argv as a list."""
+    return list(harness_command(opts, report_dir=report_dir, python=python).argv)
 
 
 def _no_daemon(detail: str) -> InfraError:
@@ -347,11 +354,14 @@ def classify_failures(model_dir: Path, report: Mapping[str, Any]) -> tuple[Infra
 
 
 def _run_attempt(opts: HarnessOptions, run_dir: Path, model: str, number: int) -> Attempt:
-    argv = build_harness_argv(opts, report_dir=run_dir / "reports" / f"attempt{number}")
+    cmd = harness_command(opts, report_dir=run_dir / "reports" / f"attempt{number}")
+    argv = list(cmd.argv)
     log = run_dir / f"harness.attempt{number}.log"
-    logger.info("attempt %d: %s (log %s)", number, " ".join(argv), log)
+    logger.info("attempt %d: %s (log %s)", number, cmd, log)
     with log.open("w", encoding="utf-8") as fh:
-        proc = subprocess.run(argv, cwd=run_dir, stdout=fh, stderr=subprocess.STDOUT, check=False)
+        proc = subprocess.run(
+            cmd.argv, cwd=run_dir, stdout=fh, stderr=subprocess.STDOUT, check=False
+        )
     return collect_attempt(opts, run_dir, model, number, argv=argv, returncode=proc.returncode)
 
 
@@ -457,6 +467,7 @@ def run_swebench_eval(
 ) -> EvalResult:
     """Precheck, run the harness, retry infra failures once, and record what happened."""
     preds = read_predictions(opts.predictions)
+    harness_command(opts, report_dir=run_dir / "reports" / "attempt1")  # bad input: before Docker
     model = next(iter(preds.values()))["model_name_or_path"]
     model_dir = run_dir / RUN_EVALUATION_LOG_DIR / opts.run_id / str(model).replace("/", "__")
     if (run_dir / RUN_EVALUATION_LOG_DIR / opts.run_id).exists():

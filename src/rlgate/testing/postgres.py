@@ -22,6 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlgate.core.commands import command
+
 __all__ = ["PostgresServer", "PostgresUnavailable", "find_postgres_bin", "start_postgres"]
 
 
@@ -55,21 +57,17 @@ class PostgresServer:
 
     url: str
     folder: Path
-    _run: list[str]
+    _run: str  # the words that start each command ("runuser -u postgres --" as root)
     _bin: Path
 
     def stop(self) -> None:
         """Stop the server (fast shutdown), wait for it, remove its directory."""
         subprocess.run(
-            [
-                *self._run,
-                str(self._bin / "pg_ctl"),
-                "stop",
-                "-D",
-                str(self.folder / "pgdata"),
-                "-m",
-                "fast",
-            ],
+            command(
+                f"{self._run} {{pg_ctl}} stop -D {{data}} -m fast",
+                pg_ctl=self._bin / "pg_ctl",
+                data=self.folder / "pgdata",
+            ).argv,
             capture_output=True,
             check=False,
             timeout=120,
@@ -80,13 +78,13 @@ class PostgresServer:
 def start_postgres() -> PostgresServer:
     """Initialise and start a server; raises PostgresUnavailable if this machine can't."""
     bin_dir = find_postgres_bin()
-    run: list[str] = []
+    run = ""
     if os.geteuid() == 0:
         try:
             user = pwd.getpwnam("postgres")
         except KeyError as exc:
             raise PostgresUnavailable("running as root and there is no 'postgres' user") from exc
-        run = ["runuser", "-u", "postgres", "--"]
+        run = "runuser -u postgres --"  # rlgate's own words, the start of each command
     folder = Path(tempfile.mkdtemp(prefix="rlgate-postgres-"))
     data, sockets = folder / "pgdata", folder / "sockets"
     sockets.mkdir(exist_ok=True)
@@ -94,18 +92,11 @@ def start_postgres() -> PostgresServer:
         for path in (folder, sockets):
             os.chown(path, user.pw_uid, user.pw_gid)
     init = subprocess.run(
-        [
-            *run,
-            str(bin_dir / "initdb"),
-            "-D",
-            str(data),
-            "-A",
-            "trust",
-            "-U",
-            "rlgate",
-            "-E",
-            "UTF8",
-        ],
+        command(
+            f"{run} {{initdb}} -D {{data}} -A trust -U rlgate -E UTF8",
+            initdb=bin_dir / "initdb",
+            data=data,
+        ).argv,
         capture_output=True,
         text=True,
         check=False,
@@ -117,20 +108,13 @@ def start_postgres() -> PostgresServer:
     port = _free_port()
     options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
     start = subprocess.run(
-        [
-            *run,
-            str(bin_dir / "pg_ctl"),
-            "start",
-            "-D",
-            str(data),
-            "-w",
-            "-t",
-            "60",
-            "-l",
-            str(folder / "server.log"),
-            "-o",
-            options,
-        ],
+        command(
+            f"{run} {{pg_ctl}} start -D {{data}} -w -t 60 -l {{log}} --options={{options}}",
+            pg_ctl=bin_dir / "pg_ctl",
+            data=data,
+            log=folder / "server.log",
+            options=options,
+        ).argv,
         capture_output=True,
         text=True,
         check=False,

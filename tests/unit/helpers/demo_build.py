@@ -22,7 +22,7 @@ from rlgate.demo.build import DemoResult, run_demo
 from . import REPO_ROOT
 
 # Cheap but real: every recipe's rlgate.functional block, validated by the functional tier.
-FUNCTIONAL_SUBSET = ("-k", "test_recipe_gate_block_is_valid")
+FUNCTIONAL_SUBSET = "test_recipe_gate_block_is_valid"  # a -k expression
 
 
 @functools.cache
@@ -57,5 +57,5 @@ def demo_without_functional() -> DemoResult:
 def demo_with_functional(tokenizers: str) -> DemoResult:
     """The demo with the functional tier run for real (a -k subset)."""
     return run_demo(
-        _root() / "with-functional", tokenizers=tokenizers, functional_args=FUNCTIONAL_SUBSET
+        _root() / "with-functional", tokenizers=tokenizers, functional_select=FUNCTIONAL_SUBSET
     )

@@ -33,6 +33,7 @@ from rlgate.history.model import CommitRef, RecordedRun, RunContext
 from rlgate.history.triage import (
     DEFAULT_LAST,
     TABLE_HEADER,
+    CandidateIdentity,
     Label,
     Mark,
     SeriesKey,
@@ -126,11 +127,13 @@ def candidate_labels(
     for case in cases:
         if case.gating:
             by_recipe[case.fact("rlgate.recipe")].append(case.result)
+    # its own recordings hold Results of every recipe the report read
+    own = CandidateIdentity.of([([c.result for c in cases], None)])
     out = []
     for recipe, results in by_recipe.items():
         out += triage(
             results, history, main_branch=main_branch, last=last, recipe=recipe, context=context,
-            commit=commit,
+            commit=commit, own=own,
         )  # fmt: skip
     return out
 

@@ -34,16 +34,18 @@ def check_run(seed: int, *extra: str) -> list[str]:
 
 
 def promote_seeds(db: str, seeds, capsys) -> None:
+    """Record each seed with its checks (check-run --db) and promote it.
+
+    The first seeds' band checks are ERRORs (a band below its minimum): no judgement of the
+    run, so they do not keep it out of the band it starts.
+    """
     for seed in seeds:
-        code, out, err = run(
-            ["history", "record", "--db", db, "--run-dir", str(mlperf_path(MLPERF_GBS, seed)),
-             "--recipe", str(RECIPE), *OVERRIDES, "--run-id", f"seed{seed}",
-             "--nightly-id", f"n{seed}"],
-            capsys,
-        )  # fmt: skip
-        assert code == 0, err
+        args = ["--db", db, "--run-id", f"seed{seed}", "--nightly-id", f"n{seed}"]
+        code, out, err = run(check_run(seed, *args), capsys)
+        assert f"history: recorded run seed{seed}" in out, out + err
         code, out, err = run(["history", "promote", f"seed{seed}", "--db", db], capsys)
         assert code == 0, err
+        assert "overriding" not in out
     assert f"now holds {len(seeds)} promoted run(s)" in out
 
 
@@ -170,11 +172,72 @@ def test_report_draws_the_promoted_band_and_says_how_many_runs_it_holds(
     assert "prediction band of" not in md  # the reward plot has no band
     for seed in (1, 2, 4, 5, 6):
         path = str(mlperf_path(256, seed))
-        args = ["history", "record", "--db", db, "--run-dir", path, "--recipe", str(RECIPE)]
-        assert run([*args, "--run-id", f"s{seed}"], capsys)[0] == 0
+        args = ["check-run", path, "--recipe", str(RECIPE), "--db", db, "--run-id", f"s{seed}"]
+        assert f"recorded run s{seed}" in run(args, capsys)[1]
         assert run(["history", "promote", f"s{seed}", "--db", db], capsys)[0] == 0
     code, out, err = run([*report[:-1], "n8", "--out", str(tmp_path / "r2")], capsys)
     assert f"reference band: 5 promoted run(s) of {RECIPE_NAME} on 64n4g" in out
     md = (tmp_path / "r2" / "report.md").read_text()
     assert "5 promoted run" in md and "below the minimum" not in md
     assert "prediction band of 5 reference runs" in md  # drawn from the promoted runs
+
+
+def test_runs_that_stopped_short_never_make_a_band_unless_forced_and_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Five runs that stopped at step 30 of 50 (completion ERROR) would make a band that only
+    covers steps 1..30: a run whose reward collapses after step 30 passes it."""
+    from rlgate.runs.metrics import load_run, to_metrics_json
+    from rlgate.testing.corpus import Fault, corpus_recipe, write_run
+
+    recipe = tmp_path / "band-from-db.yaml"
+    recipe.write_text(corpus_recipe().replace("runs: [band/seed_*]", "runs: []"))
+    db = str(tmp_path / "h.db")
+    gate = ["--recipe", str(recipe), "--tier", "convergence", "--db", db]
+    for k in range(5):
+        short = write_run(tmp_path / f"short{k}", Fault.STOPPED_EARLY, seed=100 + k)
+        code, out, _ = run(["check-run", str(short), *gate, "--run-id", f"short{k}"], capsys)
+        assert code == 1 and "ERROR completion" in out and f"recorded run short{k}" in out
+        code, out, err = run(["history", "promote", f"short{k}", "--db", db], capsys)
+        assert code == 2 and not out
+        assert f"run 'short{k}' cannot serve a reference band: completion ERROR" in err
+        assert "--force overrides these reasons" in err
+    healthy = to_metrics_json(load_run(write_run(tmp_path / "healthy", Fault.HEALTHY, seed=200)))
+    for step in healthy["train/reward"]:
+        if int(step) > 30:
+            healthy["train/reward"][step] = 0.05  # the reward collapses after step 30
+    collapsed = tmp_path / "collapsed" / "metrics.json"
+    collapsed.parent.mkdir()
+    collapsed.write_text(json.dumps(healthy))
+    code, out, _ = run(["check-run", str(collapsed), *gate, "--run-id", "refused"], capsys)
+    assert "ERROR band_mean:train/reward" in out and "got 0 (0 promoted run(s)" in out
+
+    for k in range(5):
+        code, out, _ = run(["history", "promote", f"short{k}", "--db", db, "--force"], capsys)
+        assert code == 0
+        assert f"promoted short{k} by --force, overriding: completion ERROR (recorded" in out
+    with open_store(db) as store:
+        promotion = store.promotion("short0")
+        assert promotion.promoted and promotion.forced
+        assert promotion.overrode == ("completion ERROR",) and promotion.at is not None
+        assert promotion.by  # the user who forced it
+        assert not store.promotion("refused").promoted and not store.promotion("refused").forced
+    code, out, _ = run(["check-run", str(collapsed), *gate, "--run-id", "forced"], capsys)
+    band = next(line for line in out.splitlines() if "band_mean:train/reward" in line)
+    assert band.lstrip().startswith("PASS") and "mean over steps 1..30" in band  # the cost
+    assert run(["history", "demote", "short0", "--db", db], capsys)[0] == 0
+    with open_store(db) as store:
+        after = store.promotion("short0")
+    assert not after.promoted and not after.forced and after.overrode == ()
+
+
+def test_a_run_recorded_without_its_checks_is_not_promotable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "h.db")
+    args = ["history", "record", "--db", db, "--run-dir", str(mlperf_path(MLPERF_GBS, 1)),
+            "--recipe", str(RECIPE), *OVERRIDES, "--run-id", "metrics-only"]  # fmt: skip
+    assert run(args, capsys)[0] == 0
+    code, _, err = run(["history", "promote", "metrics-only", "--db", db], capsys)
+    assert code == 2 and "no gate check passed (nothing judged the run)" in err
+    assert "no completion check (nothing shows the run reached its target step)" in err

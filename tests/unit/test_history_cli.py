@@ -300,9 +300,11 @@ def test_promote_refuses_a_failed_run_unless_forced(
     code, out, _ = run(corpus_check_run(Fault.REWARD_FLAT, db, "flat"), capsys)
     assert code == 1 and "recorded run flat" in out
     code, _, err = run(["history", "promote", "flat", "--db", db], capsys)
-    assert code == 2 and "failed" in one_error(err) and "reward_improvement" in err
+    assert code == 2 and "cannot serve a reference band" in one_error(err)
+    assert "reward_improvement FAIL" in err
     code, out, _ = run(["history", "promote", "flat", "--db", db, "--force"], capsys)
     assert code == 0 and "now holds 1 promoted run(s)" in out
+    assert "promoted flat by --force, overriding: " in out and "reward_improvement FAIL" in out
 
 
 def test_a_nan_value_is_exported_as_nan(tmp_path: Path, capsys) -> None:

@@ -238,15 +238,55 @@ class TestPromotion:
             )
             with pytest.raises(RlgateError, match="no per-step metrics"):
                 store.promote("no-steps")
-            with pytest.raises(RlgateError, match=r"failed \d+ gating check\(s\) \(reward_"):
+            with pytest.raises(
+                RlgateError, match=r"cannot serve a reference band: reward_\w+ FAIL"
+            ):
                 store.promote("failed")
             assert store.promoted("corpus", None) == []
-            store.promote("failed", force=True)
+            store.promote("failed", force=True, by="alice")
             assert [r.context.run_id for r in store.promoted("corpus", None)] == ["failed"]
+            promotion = store.promotion("failed")
+            assert promotion.forced and promotion.by == "alice"
+            assert {o.split()[0] for o in promotion.overrode} == {
+                r.name for r in failed.results if r.outcome is Outcome.FAIL
+            }
+
+    def test_only_runs_whose_gate_checks_all_passed_are_promotable(self) -> None:
+        """Completion included: a run that stopped short, or errored, is no reference."""
+        from rlgate.core.results import INFRA_CAUSE
+        from rlgate.history.bands import COMPLETION, promotion_blockers
+
+        healthy = corpus_gate(Fault.HEALTHY).results
+        assert promotion_blockers(healthy) == []
+        assert promotion_blockers(corpus_gate(Fault.STOPPED_EARLY).results) == ["completion ERROR"]
+        infra = [
+            r.model_copy(update={"outcome": Outcome.ERROR, "evidence": {INFRA_CAUSE: {
+                "reason": "nccl", "detail": "NCCL timeout"}}}) if r.name == COMPLETION else r
+            for r in healthy
+        ]  # fmt: skip
+        assert promotion_blockers(infra) == ["completion ERROR, infrastructure: nccl"]
+        skipped = [r.model_copy(update={"outcome": Outcome.SKIP}) for r in healthy]
+        assert promotion_blockers(skipped) == [
+            "no gate check passed (nothing judged the run)",
+            "completion SKIP (nothing shows the run reached its target step)",
+        ]
+        without = [r for r in healthy if r.name != COMPLETION]
+        assert promotion_blockers(without) == [
+            "no completion check (nothing shows the run reached its target step)"
+        ]
+        info = [r.model_copy(update={"informational": "benchmark"}) for r in healthy]
+        assert "no gate check passed (nothing judged the run)" in promotion_blockers(info)
+
+    def test_the_completion_name_is_the_check_kinds(self) -> None:
+        from rlgate.checks.kinds.completion import Completion
+        from rlgate.history.bands import COMPLETION
+
+        assert Completion.name == COMPLETION
 
     def test_a_run_id_that_does_not_exist_is_named(self, db: str) -> None:
         with open_store(db) as store:
-            for call in (store.promote, store.demote, store.run, store.steps, store.promoted_at):
+            calls = (store.promote, store.demote, store.run, store.steps, store.promoted_at)
+            for call in (*calls, store.promotion):
                 with pytest.raises(RlgateError, match="no run 'nope' in the history database"):
                     call("nope")
 
@@ -270,7 +310,7 @@ class TestOpening:
             pass
         conn = sqlite3.connect(tmp_path / "h.db")
         assert conn.execute("pragma journal_mode").fetchone() == ("wal",)
-        assert conn.execute(f"select version_num from {VERSION_TABLE}").fetchone() == ("0002",)
+        assert conn.execute(f"select version_num from {VERSION_TABLE}").fetchone() == ("0003",)
 
     @pytest.mark.parametrize(
         ("target", "message"),
@@ -374,7 +414,7 @@ class TestSchema:
         """A database left at revision 0001 by an older rlgate, with a run in it."""
         from alembic import command
 
-        from rlgate.history.store import _alembic_config, _resolve
+        from rlgate.history.store import HEAD_REVISION, _alembic_config, _resolve
 
         url, _ = _resolve(db)
         engine = sa.create_engine(url)
@@ -398,6 +438,13 @@ class TestSchema:
                 ),
                 {"f": False},
             )
+            conn.execute(
+                sa.text(
+                    "insert into step_metrics (run_pk, tag, step, value, value_nan) "
+                    "values (1, 'train/loss', 1, 0.5, :f)"
+                ),
+                {"f": False},
+            )
         engine.dispose()
         with open_store(db) as store:
             [run] = store.runs()
@@ -409,6 +456,11 @@ class TestSchema:
             assert store.promoted_at("old") is None
             store.demote("old")
             assert store.promoted_at("old") is not None
-        with open_store(db) as store, store.engine.connect() as conn:
-            version = conn.execute(sa.text(f"select version_num from {VERSION_TABLE}")).scalar()
-        assert version == "0002"
+        with open_store(db) as store:
+            promotion = store.promotion("old")
+            assert store.steps("old") == {"train/loss": [(1, 0.5)]}  # kept by every revision
+            with store.engine.connect() as conn:
+                version = conn.execute(sa.text(f"select version_num from {VERSION_TABLE}"))
+                version = version.scalar()
+        assert version == HEAD_REVISION == "0003"
+        assert not promotion.forced and promotion.overrode == () and promotion.by is None

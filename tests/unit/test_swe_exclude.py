@@ -296,22 +296,47 @@ class TestBadExclusions:
         assert "nemo-skills, swebench-gold-run-2025-01" in err  # the hint names the lists
         assert not (tmp_path / "out.json").exists() and not (tmp_path / "out.xml").exists()
 
-    def test_exclude_flaky_with_one_run_per_arm_is_refused(self, seeds, tmp_path, capsys):
+    def test_exclude_flaky_with_one_run_per_arm_is_reported_not_formed(
+        self, seeds, tmp_path, capsys
+    ):
+        """Nothing can flip with one run per arm: the reduced comparison is said to be
+        unformed; the exit code and the JSON's top level stay the full comparison's."""
+        plain = _compare(tmp_path, seeds["one_before"], seeds["one_after"], name="plain")
+        capsys.readouterr()
         code = _compare(tmp_path, seeds["one_before"], seeds["one_after"], "--exclude", "flaky")
-        assert code == 2
-        err = _one_error(capsys)
-        assert "--exclude flaky: every arm has fewer than 2 runs" in err
-        assert not (tmp_path / "out.json").exists()
+        out = capsys.readouterr().out
+        assert code == plain == 0
+        doc, full = _doc(tmp_path), _doc(tmp_path, "plain")
+        assert doc["reduced"] is None and full["reduced_not_formed"] is None
+        unformed = doc["reduced_not_formed"]
+        assert unformed["gating"] is False and unformed["exclude"] == ["flaky"]
+        assert unformed["reason"].startswith("flaky: every arm has fewer than 2 runs")
+        keys = set(doc) - {"reduced_not_formed"}
+        assert {k: doc[k] for k in keys} == {k: full[k] for k in keys}
+        assert "reduced comparison (--exclude flaky): not formed: flaky: every arm" in out
+        assert "the verdict above is the full comparison's" in out
+        suite = next(s for s in read_junit(tmp_path / "out.xml") if s.name.endswith(".reduced"))
+        props = dict(suite.properties)
+        assert props["rlgate.reduced.formed"] == "false" and not suite.cases
+        assert props["rlgate.reduced.not_formed"] == unformed["reason"]
 
-    def test_excluding_every_instance_is_refused(self, tmp_path, capsys):
+    def test_excluding_every_instance_is_reported_not_formed(self, tmp_path, capsys):
         broken = sorted(known_broken_ids(("nemo-skills",)))
         dataset = si.write_subset_dataset(tmp_path / "broken.jsonl", broken)
         run = tmp_path / "run.json"
         run.write_text(json.dumps({i: {"resolved": True} for i in broken}))
+        plain = _compare(tmp_path, [run], [run], dataset=dataset, name="plain")
         code = _compare(tmp_path, [run], [run], "--exclude", "known-broken", dataset=dataset)
-        assert code == 2
-        assert "removes all 11 instances" in _one_error(capsys)
-        assert not (tmp_path / "out.json").exists()
+        assert code == plain
+        unformed = _doc(tmp_path)["reduced_not_formed"]
+        assert "the exclusions remove all 11 instances" in unformed["reason"]
+        assert unformed["sets"][0] | {"source": ""} == {
+            "label": "known-broken:nemo-skills",
+            "count": 11,
+            "listed": 11,
+            "source": "",
+        }
+        assert "not formed: the exclusions remove all 11 instances" in capsys.readouterr().out
 
 
 @pytest.fixture(scope="module")
@@ -408,10 +433,12 @@ class TestFlakyAcrossStoredRuns:
         before, after = seeds["matrices"]
         db = str(tmp_path / "h.db")
         assert self.nightly(seeds, tmp_path, db, 0) == 0
-        # one stored run per model: still nothing can flip, and --exclude flaky says so
-        assert self.nightly(seeds, tmp_path, db, 1, "--exclude", "flaky") == 2
-        assert "every arm has fewer than 2 runs" in _one_error(capsys)
-        assert self.nightly(seeds, tmp_path, db, 1) == 0
+        # one stored run per model: still nothing can flip, and --exclude flaky says so; the
+        # exit code is the full comparison's, and the nightly is recorded as without it
+        assert self.nightly(seeds, tmp_path, db, 1, "--exclude", "flaky") == 0
+        out = capsys.readouterr().out
+        assert "not formed: flaky: every arm has fewer than 2 runs, nor does the history" in out
+        assert "history: recorded run swe-n1" in out
         # nightly 2: its own arms have one run each; the stored seeds 0 and 1 show flips
         assert self.nightly(seeds, tmp_path, db, 2, "--exclude", "flaky") == 0
         capsys.readouterr()
@@ -446,3 +473,53 @@ class TestFlakyAcrossStoredRuns:
         kept = db.read_bytes()
         assert main(["history", "flaky", "--db", str(db), "--json", str(db)]) == 2
         assert "it is one of the inputs" in _one_error(capsys) and db.read_bytes() == kept
+
+
+class TestStoredHistoryNeverDecides:
+    """`swe compare --exclude flaky --db`: whatever the history stored, the exit code is the
+    full comparison's and the JSON is written."""
+
+    def maps(self, root, ids, name, resolved) -> object:
+        path = root / f"{name}.json"
+        path.write_text(
+            json.dumps({i: {"resolved": bool(v)} for i, v in zip(ids, resolved, strict=True)})
+        )
+        return path
+
+    def test_a_stored_flaky_set_of_every_instance_is_reported_not_formed(
+        self, seeds, ids, tmp_path, capsys
+    ):
+        db = str(tmp_path / "h.db")
+        everything = self.maps(tmp_path, ids, "all", [True] * len(ids))
+        nothing = self.maps(tmp_path, ids, "none", [False] * len(ids))
+        record = ["history", "record", "--db", db, "--recipe", "swe_gate", "--dataset",
+                  str(si.DATASET)]  # fmt: skip
+        for k, path in enumerate((everything, nothing)):  # every instance flips for "base"
+            assert main([*record, "--swe-run", f"base={path}", "--run-id", f"stored{k}"]) == 0
+        one = (seeds["one_before"], seeds["one_after"])
+        plain = _compare(tmp_path, *one, name="plain")
+        capsys.readouterr()
+        args = ["--db", db, "--before-model", "base", "--after-model", "trained"]
+        code = _compare(tmp_path, *one, "--exclude", "flaky", *args, "--run-id", "n1")
+        out = capsys.readouterr().out
+        assert code == plain == 0  # was 2, with no JSON written
+        unformed = _doc(tmp_path)["reduced_not_formed"]
+        assert unformed["reason"].startswith("the exclusions remove all 500 instances")
+        assert unformed["sets"][0]["label"] == "flaky" and unformed["sets"][0]["count"] == 500
+        assert "stored runs of base" in unformed["sets"][0]["source"]
+        assert "not formed: the exclusions remove all 500 instances" in out
+        assert _doc(tmp_path)["verdict"] == _doc(tmp_path, "plain")["verdict"]
+
+    def test_the_report_shows_a_reduced_comparison_that_was_not_formed(
+        self, seeds, tmp_path, capsys
+    ):
+        code = _compare(tmp_path, seeds["one_before"], seeds["one_after"], "--exclude", "flaky")
+        assert code == 0
+        kwargs = ri.full_set()
+        kwargs["junit"] = [*kwargs["junit"][:-1], tmp_path / "out.xml"]
+        kwargs["swe"] = tmp_path / "out.json"
+        report = build_report(**kwargs, draw_plots=False)
+        md = render_markdown(report)
+        section = md.split('<a id="swe"></a>')[1].split('<a id="runs"></a>')[0]
+        assert "reduced comparison (--exclude flaky; shown, never decides): not formed: " in section
+        assert "every arm has fewer than 2 runs" in section

@@ -7,6 +7,8 @@ history that does not (a test that cannot fail proves nothing).
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from rlgate.core.results import INFRA_CAUSE, Outcome, Result, Tier
@@ -326,3 +328,153 @@ def test_tiers_and_names_key_a_check() -> None:
     renamed = [r.model_copy(update={"tier": Tier.FUNCTIONAL}) for r in healthy()]
     history = [nightly(k, renamed) for k in range(1, 4)]
     assert set(labels_by_check(triage(slow(), history)).values()) == {Label.UNKNOWN}
+
+
+def with_models(results, before: str, after: str) -> list[Result]:
+    """The SWE criteria as `swe compare --before-model B --after-model A` writes them."""
+    from rlgate.core.results import MODELS
+
+    return [
+        r.model_copy(
+            update={"evidence": {**r.evidence, MODELS: {"before": before, "after": after}}}
+        )
+        for r in results
+    ]
+
+
+def on(hardware: str | None, runs) -> list:
+    """The nightlies ``runs`` as recorded on ``hardware``."""
+    return [
+        run.model_copy(update={"context": run.context.model_copy(update={"hardware": hardware})})
+        for run in runs
+    ]
+
+
+class TestOwnRecordings:
+    """The candidate recorded into the history it is triaged against is never its history."""
+
+    def own(self, k: int, results, **update):
+        """The candidate's own recording: its very Results (and a skipped check), as a run."""
+        skipped = next(r for r in healthy() if r.name == STEP).model_copy(
+            update={"name": "skipped:x", "outcome": Outcome.SKIP}
+        )
+        run = nightly(k, [], part="own")
+        return run.model_copy(
+            update={
+                "results": [*results, skipped],
+                "context": run.context.model_copy(update=update),
+            }
+        )
+
+    def test_its_own_recording_alone_is_no_history(self) -> None:
+        """Recorded with --branch main and nothing before it: unknown, not pre-existing."""
+        labels = triage(slow(), [self.own(1, slow())])
+        assert labels_by_check(labels) == dict.fromkeys(CAUGHT, Label.UNKNOWN)
+        assert all(lb.history == () for lb in labels)
+
+    def test_its_own_recording_does_not_change_a_label(self) -> None:
+        history = [nightly(k, healthy()) for k in range(1, 6)]
+        for own in (self.own(6, slow()), self.own(6, slow(), nightly_id="n05")):
+            labels = triage(slow(), [*history, own])
+            step = next(lb for lb in labels if lb.check == STEP)
+            assert step.label is Label.REGRESSION and step.first_failing == "candidate"
+            assert [m.nightly for m in step.history] == [f"n{k:02d}" for k in range(1, 6)]
+
+    def test_a_recording_of_part_of_the_candidate_is_its_own_too(self) -> None:
+        """check-run --db recorded the run; the candidate is that JSON and an SWE JSON."""
+        swe = swe_criteria(infra=True)
+        labels = triage([*slow(), *swe], [self.own(1, slow())])
+        assert {lb.label for lb in labels if lb.check in CAUGHT} == {Label.UNKNOWN}
+
+    def test_another_evaluation_of_the_same_checks_is_history(self) -> None:
+        """Values measured again (another run, same outcomes) are main's, not the candidate's."""
+        history = [nightly(1, slow())]
+        assert labels_by_check(triage(slow(), history)) == dict.fromkeys(CAUGHT, Label.PRE_EXISTING)
+
+    def test_a_recording_older_than_the_candidate_is_history(self) -> None:
+        """Deterministic checks give the same Results every nightly: the time tells them apart."""
+        from rlgate.history.triage import CandidateIdentity
+
+        own = self.own(1, slow())
+        written = own.context.recorded_at
+        before = CandidateIdentity.of([(slow(), written + timedelta(hours=1))])
+        after = CandidateIdentity.of([(slow(), written - timedelta(minutes=5))])
+        assert labels_by_check(triage(slow(), [own], own=before)) == dict.fromkeys(
+            CAUGHT, Label.PRE_EXISTING
+        )
+        assert labels_by_check(triage(slow(), [own], own=after)) == dict.fromkeys(
+            CAUGHT, Label.UNKNOWN
+        )
+
+    def test_run_and_nightly_ids_name_its_recordings(self) -> None:
+        from rlgate.history.triage import CandidateIdentity
+
+        history = [nightly(k, slow()) for k in range(1, 4)]
+        for own in (
+            CandidateIdentity(run_ids=frozenset({"n03-checks-main"})),
+            CandidateIdentity(nightly_ids=frozenset({"n03"})),
+        ):
+            step = next(lb for lb in triage(slow(), history, own=own) if lb.check == STEP)
+            assert [m.nightly for m in step.history] == ["n01", "n02"]
+
+
+class TestSeries:
+    """A series is one recipe, check, hardware and (where Results name them) models."""
+
+    def test_a_hardware_specific_failure_is_not_flaky(self) -> None:
+        """Each nightly ran the check on two hardware types: not a rerun, two series."""
+        history = []
+        for k in range(1, 7):
+            history += on("h100", [nightly(k, slow(), part="h100")])
+            history += on("a100", [nightly(k, healthy(), part="a100", hours=1)])
+        h100 = triage(
+            slow(), history, context=context_of(7).model_copy(update={"hardware": "h100"})
+        )
+        a100 = triage(slow(), history, hardware="a100")
+        assert labels_by_check(h100) == dict.fromkeys(CAUGHT, Label.PRE_EXISTING)
+        assert labels_by_check(a100) == dict.fromkeys(CAUGHT, Label.REGRESSION)
+        step = next(lb for lb in h100 if lb.check == STEP)
+        assert step.hardware == "h100" and "M" not in outcome_strip(step.history)
+        assert step.to_json()["hardware"] == "h100"
+
+    def test_a_candidate_stating_no_hardware_meets_only_runs_recorded_without_one(self) -> None:
+        history = on("h100", [nightly(k, healthy()) for k in range(1, 5)])
+        labels = triage(slow(), history)
+        assert labels_by_check(labels) == dict.fromkeys(CAUGHT, Label.UNKNOWN)
+        assert "no main nightly ran it on unrecorded hardware (only on h100)" in labels[0].reason
+
+    def test_another_models_comparison_never_makes_a_regression_flaky(self) -> None:
+        """Every nightly holds model A's failing comparison and model B's passing one."""
+        failing = [r.model_copy(update={"evidence": without_cause(r)}) for r in swe_criteria(True)]
+        history = []
+        for k in range(1, 7):
+            history.append(nightly(k, with_models(swe_criteria(False), "base", "ckpt-a"), part="a"))
+            history.append(nightly(k, with_models(failing, "base", "ckpt-b"), part="b", hours=1))
+        a = labels_by_check(triage(with_models(failing, "base", "ckpt-a"), history))
+        b = triage(with_models(failing, "base", "ckpt-b"), history)
+        assert a == {"coverage_after": Label.REGRESSION, "significance": Label.REGRESSION}
+        assert {lb.label for lb in b} == {Label.PRE_EXISTING}
+        assert b[0].models == ("base", "ckpt-b") and "M" not in b[0].main_text()
+        unnamed = triage(failing, history)  # the candidate names no models: nor must its history
+        assert {lb.label for lb in unnamed} == {Label.UNKNOWN}
+
+    def test_a_check_naming_no_recipe_is_never_pooled_over_recipes(self) -> None:
+        failing = [r.model_copy(update={"evidence": without_cause(r)}) for r in swe_criteria(True)]
+        history = [nightly(k, swe_criteria(False), recipe="swe-a") for k in range(1, 4)]
+        history += [nightly(k, failing, recipe="swe-b", part="b") for k in range(1, 4)]
+        labels = triage(failing, history)
+        assert {lb.label for lb in labels} == {Label.UNKNOWN}
+        assert "names no recipe and main nightlies of 2 recipes ran it" in labels[0].reason
+        assert {lb.label for lb in triage(failing, history, recipe="swe-b")} == {Label.PRE_EXISTING}
+
+    def test_each_series_has_its_own_window(self) -> None:
+        """Nightlies of other hardware do not push the series' nightlies out of its window."""
+        history = []
+        for k in range(1, 11):
+            hw = "h100" if k % 2 else "a100"
+            history += on(hw, [nightly(k, healthy() if hw == "h100" else slow())])
+        step = next(
+            lb for lb in triage(slow(), history, hardware="h100", last=3) if lb.check == STEP
+        )
+        assert [m.nightly for m in step.history] == ["n05", "n07", "n09"]
+        assert step.window == ("n05", "n07", "n09")

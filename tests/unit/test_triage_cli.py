@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rlgate.checks.plan import load_plan
@@ -294,3 +295,114 @@ def test_without_the_history_extra_the_demo_history_is_used_unrecorded(
     got, note = record_demo_history(tmp_path / "h.db", runs)
     assert got == runs and not (tmp_path / "h.db").exists()
     assert "not written to a database (sqlalchemy is not installed" in note
+
+
+class TestOwnRecording:
+    """`check-run --db --branch main` recorded the candidate: triage never reads it as main's."""
+
+    def check_run(self, tmp_path, fault, db: str, name: str, *extra: str) -> tuple[Path, Path]:
+        c = corpus()
+        out_json, out_junit = tmp_path / f"{name}.json", tmp_path / f"{name}.xml"
+        args = ["check-run", str(c.runs[fault]), "--recipe", str(c.recipe), "--baseline",
+                str(c.baseline), "--db", db, "--branch", "main", "--run-id", name,
+                "--json", str(out_json), "--junit", str(out_junit), *extra]  # fmt: skip
+        main(args)
+        return out_json, out_junit
+
+    def test_a_recorded_failure_is_not_pre_existing_against_itself(self, tmp_path, capsys) -> None:
+        db = str(tmp_path / "h.db")
+        out_json, out_junit = self.check_run(tmp_path, Fault.STEP_TIME_UP, db, "slow")
+        capsys.readouterr()
+        for candidate in (out_json, out_junit):
+            args = ["triage", "--candidate", str(candidate), "--db", db, "--hardware", "2n8g"]
+            code = main([*args, "--json", str(tmp_path / "t.json")])
+            out = capsys.readouterr().out
+            assert code == ExitCode.FAIL, out
+            labels = json.loads((tmp_path / "t.json").read_text())["labels"]
+            assert {lb["check"]: lb["label"] for lb in labels} == {
+                STEP: "unknown",
+                "perf:performance/tokens_per_sec_per_gpu": "unknown",
+            }
+            assert "pre-existing" not in out and "against 0 main nightlies" in out
+
+    def test_the_recorded_nightlies_before_it_are_its_history(self, tmp_path, capsys) -> None:
+        db = str(tmp_path / "h.db")
+        for k in range(1, 4):
+            self.check_run(tmp_path, Fault.HEALTHY, db, f"n{k}", "--nightly-id", f"n{k}")
+        out_json, _ = self.check_run(tmp_path, Fault.STEP_TIME_UP, db, "slow")
+        capsys.readouterr()
+        args = [
+            "triage",
+            "--candidate",
+            str(out_json),
+            "--db",
+            db,
+            "--json",
+            str(tmp_path / "t.json"),
+        ]
+        assert main([*args, "--hardware", "2n8g"]) == ExitCode.FAIL
+        step = next(
+            lb
+            for lb in json.loads((tmp_path / "t.json").read_text())["labels"]
+            if lb["check"] == STEP
+        )
+        assert step["label"] == "regression" and step["first_failing"] == "candidate"
+        assert [n["nightly"] for n in step["nightlies"]] == ["n1", "n2", "n3"]
+        assert step["hardware"] == "2n8g"
+        # stating no hardware: check-run recorded the recipe's shape, so nothing is comparable
+        assert main(args) == ExitCode.FAIL
+        out = capsys.readouterr().out
+        assert "no main nightly ran it on unrecorded hardware (only on 2n8g)" in out
+        assert "note: the candidate states no hardware (--hardware)" in out
+        # --run-id names a recording that holds more than the candidate (here: another run)
+        assert main([*args, "--hardware", "2n8g", "--run-id", "n3", "--run-id", "n2"]) == 1
+        step = next(
+            lb
+            for lb in json.loads((tmp_path / "t.json").read_text())["labels"]
+            if lb["check"] == STEP
+        )
+        assert [n["nightly"] for n in step["nightlies"]] == ["n1"]
+
+
+class TestSweSeries:
+    """Two models' comparisons in every nightly: each pair of models is a series of its own."""
+
+    def maps(self, root: Path, name: str, rate: float, seed: int) -> Path:
+        from .helpers import swe_inputs as si
+
+        ids = [r["instance_id"] for r in si.verified_rows()]
+        rng = np.random.default_rng(seed)
+        path = root / f"{name}.json"
+        path.write_text(json.dumps({i: {"resolved": bool(rng.random() < rate)} for i in ids}))
+        return path
+
+    def compare(self, root: Path, k: int, after_model: str, rate: float, *extra: str) -> int:
+        from .helpers import swe_inputs as si
+
+        before = self.maps(root, f"base-{k}-{after_model}", 0.45, 100 * k)
+        after = self.maps(root, f"{after_model}-{k}", rate, 100 * k + 1)
+        args = ["swe", "compare", "--before", str(before), "--after", str(after), "--dataset",
+                str(si.DATASET), "--resamples", "1000", "--before-model", "base",
+                "--after-model", after_model, *extra]  # fmt: skip
+        return main(args)
+
+    def test_another_models_passing_comparison_never_makes_a_regression_flaky(
+        self, tmp_path, capsys
+    ) -> None:
+        db = str(tmp_path / "h.db")
+        for k in range(1, 4):
+            night = ["--db", db, "--branch", "main", "--nightly-id", f"n{k}"]
+            assert self.compare(tmp_path, k, "ckpt-a", 0.30, *night, "--run-id", f"a{k}") == 1
+            assert self.compare(tmp_path, k, "ckpt-b", 0.60, *night, "--run-id", f"b{k}") == 0
+        out_json = tmp_path / "candidate.json"
+        assert self.compare(tmp_path, 4, "ckpt-a", 0.30, "--json", str(out_json)) == 1
+        criteria = json.loads(out_json.read_text())["criteria"]
+        assert {c["evidence"]["models"]["after"] for c in criteria} == {"ckpt-a"}
+        capsys.readouterr()
+        code = main(["triage", "--candidate", str(out_json), "--db", db, "--json",
+                     str(tmp_path / "t.json")])  # fmt: skip
+        labels = json.loads((tmp_path / "t.json").read_text())["labels"]
+        assert code == ExitCode.OK, capsys.readouterr().out
+        assert labels and {lb["label"] for lb in labels} == {"pre-existing"}
+        assert all(lb["models"] == ["base", "ckpt-a"] for lb in labels)
+        assert all("M" not in lb["main"] and len(lb["nightlies"]) == 3 for lb in labels)

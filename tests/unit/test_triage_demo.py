@@ -93,3 +93,22 @@ class TestRemoved:
         for fault, checks in BY_FAULT.items():
             expected = {k: v for k, v in PLANTED.items() if k not in checks}
             assert latest(fault) == expected, fault
+
+
+def test_rlgate_triage_on_the_demo_files_as_docs_history_shows(tmp_path, capsys) -> None:
+    """The newest nightly's JUnit, triaged against the database it is recorded in."""
+    import json
+
+    from rlgate.cli.app import main
+    from rlgate.demo.history import record_demo_history, write_nightly_junit
+
+    runs = history()
+    record_demo_history(tmp_path / "history.db", runs)
+    latest_runs = [r for r in runs if r.context.nightly_id == "DEMO-n08"]
+    junit = write_nightly_junit(tmp_path / "latest-nightly.xml", latest_runs)
+    args = ["triage", "--candidate", str(junit), "--db", str(tmp_path / "history.db")]
+    code = main([*args, "--hardware", "demo-2x8", "--json", str(tmp_path / "t.json")])
+    out = capsys.readouterr().out
+    assert code == 1 and "against 7 main nightlies" in out  # its own recording left out
+    labels = json.loads((tmp_path / "t.json").read_text())["labels"]
+    assert {lb["check"]: lb["label"] for lb in labels} == {k: v.value for k, v in PLANTED.items()}

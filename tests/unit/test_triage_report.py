@@ -122,6 +122,18 @@ class TestPages:
         assert "](http" not in row and "\\|x\\|" in row and row.count(" | ") == 4
 
 
+def test_the_reports_own_recordings_are_not_its_history(tmp_path) -> None:
+    """check-run --db recorded the run on main before the report: not a main nightly for it."""
+    slow = gate_results(Fault.STEP_TIME_UP)
+    own = nightly(9, [], part="check-run")
+    own = own.model_copy(update={"results": list(slow)})  # its very Results, recorded
+    junit = candidate_junit(tmp_path / "c.xml", slow)
+    report = build_report([junit], history=[*history(), own], draw_plots=False)
+    step = next(lb for lb in report.triage.labels if lb.check == STEP)
+    assert step.label is Label.REGRESSION and step.first_failing == "candidate"
+    assert [m.nightly for m in step.history] == [f"n{k:02d}" for k in range(1, 9)]
+
+
 class TestReportDb:
     """`rlgate report --db`: the triage section from the database, then the run recorded."""
 

@@ -333,7 +333,12 @@ def add_history(sub: argparse._SubParsersAction) -> None:
         q.add_argument("run_id", metavar="RUN_ID")
         q.add_argument("--db", metavar="DB", help=_DB_HELP)
         if name == "promote":
-            q.add_argument("--force", action="store_true", help="promote a run that failed a check")
+            q.add_argument(
+                "--force",
+                action="store_true",
+                help="promote a run whose gate checks did not all pass (a failure, an error, "
+                "no passed completion): the reasons overridden are printed and recorded",
+            )
         q.set_defaults(func=_cmd_promote if name == "promote" else _cmd_demote)
 
 
@@ -532,15 +537,39 @@ def _band_line(store: Store, run: Any) -> str:
     )
 
 
+def _user() -> str | None:
+    """Who promotes or demotes (the login name; None when the system cannot say)."""
+    import getpass
+
+    try:
+        name = getpass.getuser()
+    except (OSError, KeyError, ImportError):
+        return None
+    name = name.strip()
+    return name[:200] if name and name.isprintable() else None
+
+
 def _cmd_promote(args: argparse.Namespace) -> int:
+    from rlgate.core.text import one_line
+
     with open_db(args.db) as store:
-        run = store.promote(args.run_id, force=args.force)
-        print(f"promoted {args.run_id}: {_band_line(store, run)}")
+        run = store.promote(args.run_id, force=args.force, by=_user())
+        overrode = store.promotion(args.run_id).overrode
+        shown = one_line(args.run_id)
+        if overrode:
+            print(
+                f"promoted {shown} by --force, overriding: "
+                + "; ".join(one_line(o) for o in overrode)
+                + " (recorded with the promotion)"
+            )
+        print(f"promoted {shown}: {_band_line(store, run)}")
     return ExitCode.OK
 
 
 def _cmd_demote(args: argparse.Namespace) -> int:
+    from rlgate.core.text import one_line
+
     with open_db(args.db) as store:
-        store.demote(args.run_id)
-        print(f"demoted {args.run_id}: {_band_line(store, store.run(args.run_id))}")
+        store.demote(args.run_id, by=_user())
+        print(f"demoted {one_line(args.run_id)}: {_band_line(store, store.run(args.run_id))}")
     return ExitCode.OK

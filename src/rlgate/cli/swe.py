@@ -93,8 +93,10 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
         c.add_argument(
             f"--{arm}-model",
             metavar="MODEL",
-            help=f"with --db: the model of the {arm} arm (its per-instance outcomes are "
-            "recorded under it; repeated runs of one model show flaky instances)",
+            help=f"the model of the {arm} arm (with the other arm's): named in every "
+            "criterion, so triage keeps each pair of models a series of its own; with --db "
+            "its per-instance outcomes are recorded under it (repeated runs of one model show "
+            "flaky instances)",
         )
     c.add_argument("--recipe", help="with --db: the recipe recorded (default: swe_gate)")
     c.set_defaults(func=_cmd_swe_compare)
@@ -168,6 +170,7 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
     inputs = [*args.before, *args.after, args.dataset]
     _check_outputs([args.json, args.junit], inputs)
     parse_exclusions(args.exclude)  # a bad --exclude stops before any input is read
+    models = _models(args)
     store, context = _swe_history(args)
     options = GateOptions(
         alpha=args.alpha,
@@ -180,6 +183,8 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
     before = load_arm("before", args.before, universe)
     after = load_arm("after", args.after, universe)
     comparison = compare_arms(before, after, universe, options)
+    if models is not None:
+        comparison = _with_models(comparison, models)
     stored = None
     if store is not None and "flaky" in parse_exclusions(args.exclude):
         from rlgate.history.swe_flaky import flaky_in_history, runs_by_model
@@ -208,6 +213,35 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
         Verdict.REGRESSED: ExitCode.FAIL,
         Verdict.INCONCLUSIVE: ExitCode.INFRA,
     }[comparison.verdict]
+
+
+def _models(args: argparse.Namespace) -> dict[str, str] | None:
+    """``{"before": M1, "after": M2}`` from --before-model/--after-model (None: neither given)."""
+    given = {arm: getattr(args, f"{arm}_model") for arm in ("before", "after")}
+    if not any(given.values()):
+        return None
+    for arm, name in given.items():
+        if not name or len(name) > 200 or not name.isprintable() or name != name.strip():
+            shown = "missing" if not name else f"{name[:80]!r}"
+            raise RlgateError(
+                f"--{arm}-model {shown}: give both models, each a name of one printable line "
+                "(at most 200 characters)",
+                hint="e.g. --before-model Qwen3.5-35B-A3B --after-model my-rl-checkpoint",
+            )
+    return given
+
+
+def _with_models(comparison: Any, models: dict[str, str]) -> Any:
+    """The comparison with every criterion naming the models it judged (``evidence.models``)."""
+    import dataclasses
+
+    from rlgate.core.results import MODELS
+
+    criteria = tuple(
+        r.model_copy(update={"evidence": {**r.evidence, MODELS: dict(models)}})
+        for r in comparison.criteria
+    )
+    return dataclasses.replace(comparison, criteria=criteria)
 
 
 def _swe_history(args: argparse.Namespace) -> tuple[Any, Any]:

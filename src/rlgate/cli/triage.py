@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +17,23 @@ from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.validate import float_in, int_in
 
 if TYPE_CHECKING:
-    from rlgate.core.results import Result
-    from rlgate.history.triage import TriageLabel
+    from datetime import datetime
 
-__all__ = ["BASELINE_COMMIT_HELP", "add_triage", "commit_ref", "exit_code", "render_table"]
+    from rlgate.core.results import Result
+    from rlgate.history.model import RecordedRun
+    from rlgate.history.store import Store
+    from rlgate.history.triage import CandidateIdentity, TriageLabel
+
+__all__ = [
+    "BASELINE_COMMIT_HELP",
+    "Candidate",
+    "add_triage",
+    "commit_ref",
+    "exit_code",
+    "load_candidate",
+    "read_candidate",
+    "render_table",
+]
 
 # rlgate.history.triage.DEFAULT_LAST / FLAKY_RATE, kept here so building the parser imports
 # nothing more (tests/unit/test_triage_cli.py checks the two agree).
@@ -70,6 +84,20 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--nightly-id",
         help="the candidate's own nightly, when it is recorded already: left out of the comparison",
+    )
+    p.add_argument(
+        "--run-id",
+        dest="run_ids",
+        action="append",
+        default=[],
+        metavar="RUN_ID",
+        help="a run id the candidate is recorded under: left out of the comparison "
+        "(repeatable; a recording holding only the candidate's Results is left out anyway)",
+    )
+    p.add_argument(
+        "--hardware",
+        help="the hardware the candidate ran on (as recorded, e.g. 2n8g): only nightlies on "
+        "it are its history (default: none stated, so only nightlies recorded without one)",
     )
     p.add_argument(
         "--last",
@@ -123,26 +151,68 @@ def _kind(path: Path) -> str:
     )
 
 
-def load_candidate(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str | None, Result]]:
-    """The candidate's gate-check Results with their recipe (None: not stated)."""
+@dataclass(frozen=True)
+class Candidate:
+    """What the candidate's files hold.
+
+    ``checks``: its gate-check Results with their recipe (None: not stated); ``inputs``:
+    every file's judged Results and when the file says it was written (a JUnit suite's
+    ``timestamp`` with a zone; None when unstated), what
+    :class:`~rlgate.history.triage.CandidateIdentity` recognises its recordings by.
+    """
+
+    checks: list[tuple[str | None, Result]]
+    inputs: list[tuple[list[Result], datetime | None]]
+
+    def identity(
+        self, run_ids: Sequence[str] = (), nightly_ids: Sequence[str] = ()
+    ) -> CandidateIdentity:
+        """The candidate's own recordings: by content, and the run/nightly ids given."""
+        from rlgate.history.triage import CandidateIdentity
+
+        return CandidateIdentity.of(self.inputs, run_ids=run_ids, nightly_ids=nightly_ids)
+
+
+def _suite_time(stamp: str | None) -> datetime | None:
+    """A JUnit suite's ``timestamp`` as UTC (None: absent, unparsable or without a zone)."""
+    from datetime import UTC, datetime
+
+    if not stamp:
+        return None
+    try:
+        when = datetime.fromisoformat(stamp.strip())
+    except ValueError:
+        return None
+    return when.astimezone(UTC) if when.tzinfo is not None else None
+
+
+def read_candidate(paths: Sequence[str | os.PathLike[str]]) -> Candidate:
+    """The candidate's gate checks and what identifies its recordings (:class:`Candidate`)."""
     from rlgate.core.io import read_json, require_regular_file
     from rlgate.report.inputs import MAX_JSON_BYTES, load_junit, load_run_doc, load_swe_doc
 
     out: list[tuple[str | None, Result]] = []
+    inputs: list[tuple[list[Result], datetime | None]] = []
     for raw in paths:
         path = Path(raw)
         if _kind(path) == "junit":
-            for case in load_junit([path]).cases:
+            evidence = load_junit([path])
+            for case in evidence.cases:
                 if case.gating:
                     out.append((case.fact("rlgate.recipe"), case.result))
+            for suite in evidence.suites:
+                inputs.append(([c.result for c in suite.cases], _suite_time(suite.timestamp)))
             continue
         require_regular_file(path, "candidate JSON", MAX_JSON_BYTES)
         doc = read_json(path, what="candidate JSON")
         if isinstance(doc, dict) and "checks" in doc:
             run = load_run_doc(path)
             out += [(run.recipe, r) for r in run.checks]
+            inputs.append(([*run.checks, *run.skipped], None))
         elif isinstance(doc, dict) and "criteria" in doc:
-            out += [(None, r) for r in load_swe_doc(path).criteria]
+            criteria = load_swe_doc(path).criteria
+            out += [(None, r) for r in criteria]
+            inputs.append((list(criteria), None))
         else:
             raise RlgateError(
                 f"candidate {path}: a JSON document with neither 'checks' nor 'criteria'",
@@ -153,7 +223,12 @@ def load_candidate(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str | 
             "the candidate holds no gate check (only informational or unrecorded testcases)",
             hint="pass the JUnit or JSON the gate tiers wrote",
         )
-    return out
+    return Candidate(out, inputs)
+
+
+def load_candidate(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str | None, Result]]:
+    """The candidate's gate-check Results with their recipe (None: not stated)."""
+    return read_candidate(paths).checks
 
 
 # --- output ----------------------------------------------------------------------------------
@@ -191,11 +266,12 @@ def _junit(candidate: Sequence[tuple[str | None, Result]], labels: Sequence[Tria
     import json
 
     from rlgate.core.junit import JunitCase, JunitSuite, write_junit
+    from rlgate.history.triage import models_of
 
-    by_key = {(lb.recipe, lb.tier, lb.check): lb for lb in labels}
+    by_key = {(lb.recipe, lb.tier, lb.check, lb.models): lb for lb in labels}
     cases, seen = [], set()
     for recipe, result in candidate:
-        key = (recipe, result.tier, result.name)
+        key = (recipe, result.tier, result.name, models_of(result))
         label = by_key.get(key) if key not in seen else None
         seen.add(key)
         facts: dict[str, Any] = {"recipe": recipe} if recipe else {}
@@ -215,33 +291,94 @@ def _junit(candidate: Sequence[tuple[str | None, Result]], labels: Sequence[Tria
     return write_junit([JunitSuite.of("rlgate.triage", cases)])
 
 
+def _triage_recipe(
+    store: Store,
+    results: Sequence[Result],
+    recipe: str | None,
+    args: argparse.Namespace,
+    own: CandidateIdentity,
+) -> tuple[list[TriageLabel], list[RecordedRun]]:
+    """One recipe's labels, and the runs read for them.
+
+    Each failing check is compared with the last N nightlies of its own series; the store
+    is read for the last N + 1 nightlies of the recipe (the candidate's own one may be
+    among them) and again for twice as many while a series window is short and the
+    history holds more (other hardware, models or the candidate's recordings took
+    nightlies of the read).
+    """
+    from rlgate.history.triage import nightlies, triage
+
+    commit = args.baseline_commit
+    branch = None if commit is not None else args.main_branch
+    fetch = args.last + 1
+    while True:
+        history = store.runs(recipe=recipe, branch=branch, commit=commit, last=fetch)
+        labels = triage(
+            results, history, main_branch=args.main_branch, last=args.last,
+            flaky_rate=args.flaky_rate, recipe=recipe, commit=commit, hardware=args.hardware,
+            own=own,
+        )  # fmt: skip
+        read_all = len(nightlies(history)) < fetch
+        if read_all or all(len(lb.history) >= args.last for lb in labels):
+            return labels, history
+        fetch *= 2
+
+
+def _notes(
+    args: argparse.Namespace, labels: Sequence[TriageLabel], read: Sequence[RecordedRun]
+) -> list[str]:
+    """What the output says when the history holds no comparable nightly."""
+    from rlgate.core.text import one_line
+    from rlgate.history.triage import window
+
+    commit = args.baseline_commit
+    ref = window(read, main_branch=args.main_branch, last=None, commit=commit)
+    notes = []
+    if not ref and commit is not None:
+        notes.append(
+            f"the history holds no run of commit {commit} for the candidate's recipe(s): every "
+            "failing check is unknown (record the baseline's runs with --commit, or check the "
+            "commit)"
+        )
+    elif not ref:
+        notes.append(
+            f"the history holds no {args.main_branch!r} nightly of the candidate's recipe(s): "
+            "every failing check is unknown (record nightlies with --branch, or pass "
+            "--main-branch)"
+        )
+    elif labels and args.hardware is None:
+        seen = sorted({r.context.hardware for _, runs in ref for r in runs if r.context.hardware})
+        if seen:
+            notes.append(
+                "the candidate states no hardware (--hardware): only nightlies recorded "
+                "without one are its history; the history's ran on "
+                + ", ".join(one_line(h) for h in seen[:5])
+            )
+    return notes
+
+
 def _cmd_triage(args: argparse.Namespace) -> int:
     from rlgate.cli.runs import _require_file_path
     from rlgate.core.io import write_json_atomic, write_text_atomic
     from rlgate.history.store import open_store
-    from rlgate.history.triage import reference_name, triage, window
+    from rlgate.history.triage import reference_name
 
     for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
         _require_file_path(flag, out)
-    candidate = load_candidate(args.candidate)
+    candidate = read_candidate(args.candidate)
+    own = candidate.identity(args.run_ids, [args.nightly_id] if args.nightly_id else [])
     by_recipe: dict[str | None, list[Result]] = {}
-    for recipe, result in candidate:
+    for recipe, result in candidate.checks:
         by_recipe.setdefault(recipe, []).append(result)
     labels: list[TriageLabel] = []
-    nightlies: set[str] = set()
+    read: list[RecordedRun] = []
     commit = args.baseline_commit
-    branch = None if commit is not None else args.main_branch
     with open_store(args.db) as store:
         for recipe, results in by_recipe.items():
-            history = store.runs(recipe=recipe, branch=branch, commit=commit, last=args.last + 1)
-            if args.nightly_id:  # the candidate's own nightly is not history
-                history = [r for r in history if r.context.nightly_id != args.nightly_id]
-            window_args = {"main_branch": args.main_branch, "last": args.last, "commit": commit}
-            kept = window(history, recipe=recipe, **window_args)
-            nightlies |= {nightly for nightly, _ in kept}
-            labels += triage(
-                results, history, flaky_rate=args.flaky_rate, recipe=recipe, **window_args
-            )
+            found, history = _triage_recipe(store, results, recipe, args, own)
+            labels += found
+            read += history
+    nightlies = {nightly for lb in labels for nightly in lb.window}
     ref = reference_name(args.main_branch, commit)
     title = (
         f"rlgate triage: {len(labels)} failing gate check(s) of the candidate against "
@@ -249,18 +386,8 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     )
     header = ("check", "candidate", f"{ref} last {args.last}", "label", "evidence")
     print(render_table(labels, title, header), end="")
-    if not nightlies and commit is not None:
-        print(
-            f"note: the history holds no run of commit {commit} for the candidate's "
-            "recipe(s): every failing check is unknown (record the baseline's runs with "
-            "--commit, or check the commit)"
-        )
-    elif not nightlies:
-        print(
-            f"note: the history holds no {args.main_branch!r} nightly of the candidate's "
-            "recipe(s): every failing check is unknown (record nightlies with --branch, or "
-            "pass --main-branch)"
-        )
+    for note in _notes(args, labels, read):
+        print(f"note: {note}")
     code = exit_code(labels)
     given = [*args.candidate, *([args.db] if args.db and "://" not in args.db else [])]
     if args.json_out:
@@ -269,6 +396,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             "baseline_commit": None
             if commit is None
             else {"sha": commit.sha, "checkout": commit.checkout},
+            "hardware": args.hardware,
             "last": args.last,
             "flaky_rate": args.flaky_rate,
             "nightlies": len(nightlies),
@@ -277,5 +405,5 @@ def _cmd_triage(args: argparse.Namespace) -> int:
         }
         write_json_atomic(args.json_out, doc, inputs=given)
     if args.junit_out:
-        write_text_atomic(args.junit_out, _junit(candidate, labels), inputs=given)
+        write_text_atomic(args.junit_out, _junit(candidate.checks, labels), inputs=given)
     return code

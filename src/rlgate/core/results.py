@@ -40,6 +40,7 @@ from pydantic import (
 __all__ = [
     "CHECK_TIERS",
     "INFRA_CAUSE",
+    "MODELS",
     "RELEASE_TIERS",
     "RESULT_SCHEMA_VERSION",
     "Op",
@@ -73,6 +74,10 @@ CHECK_TIERS = (Tier.CONVERGENCE, Tier.PERF)
 
 #: Evidence key of an ERROR caused by the infrastructure: ``{"reason": str, "detail": str}``.
 INFRA_CAUSE = "infra_cause"
+#: Evidence key naming the models a Result judged: ``{"before": str, "after": str}`` (the SWE
+#: gate's criteria, ``swe compare --before-model/--after-model``); triage keeps each pair of
+#: models a series of its own.
+MODELS = "models"
 
 
 class Outcome(Enum):

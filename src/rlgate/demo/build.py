@@ -24,7 +24,7 @@ What runs, in about a minute on 2 cores:
    an infra failure planted, recorded in ``DIR/demo-inputs/history.db`` (SQLite, the
    ``[history]`` extra) so the report shows its triage section and trends; the newest
    nightly's Results also go to ``DIR/demo-inputs/latest-nightly.xml`` (try ``rlgate triage
-   --candidate`` on it with ``--db`` that file and ``--nightly-id DEMO-n30``);
+   --candidate`` on it with ``--db`` that file and ``--hardware demo-2x8``);
 5. the report (:mod:`rlgate.report.build`), labelled DEMO in its title, sentence and plots.
 
 Invariants: generated inputs live in ``DIR/demo-inputs/``, which carries a marker and is

@@ -14,13 +14,57 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+from rlgate.core.results import Outcome, Result
 
-from rlgate.history.store import Store
-from rlgate.runs.metrics import MetricSeries, RunMetrics, SourceKind
+if TYPE_CHECKING:
+    from rlgate.history.store import Store
+    from rlgate.runs.metrics import RunMetrics
 
-__all__ = ["PromotedBand", "promoted_band"]
+__all__ = ["COMPLETION", "PromotedBand", "promoted_band", "promotion_blockers"]
+
+#: The check that says a run reached its target step (``checks.kinds.completion``'s name).
+COMPLETION = "completion"
+
+
+def _band_too_short(result: Result) -> bool:
+    """A band check that errored because its band held fewer runs than its minimum.
+
+    That is no judgement of the run (the first runs of a band are promoted so), the evidence
+    says it (``band_runs`` < ``band_min_runs``, both whole numbers).
+    """
+    held, least = result.evidence.get("band_runs"), result.evidence.get("band_min_runs")
+    if result.outcome is not Outcome.ERROR:
+        return False
+    if not isinstance(held, int) or not isinstance(least, int) or bool in (type(held), type(least)):
+        return False
+    return held < least
+
+
+def promotion_blockers(results: Sequence[Result]) -> list[str]:
+    """Why a run cannot serve a reference band (empty: it can).
+
+    A run is promotable when every gate (non-informational) check it recorded passed or
+    was skipped, at least one passed, and :data:`COMPLETION` is among the passes (the run
+    reached its target step). An ERROR is no pass, an infrastructure one included; the one
+    exception is a band check that errored only because its band was below its minimum.
+    """
+    gate = [r for r in results if not r.informational]
+    out = []
+    for r in gate:
+        if r.outcome in (Outcome.PASS, Outcome.SKIP) or _band_too_short(r):
+            continue
+        cause = f", infrastructure: {r.infra_cause}" if r.infra_cause else ""
+        out.append(f"{r.name} {r.outcome.value.upper()}{cause}")
+    if not any(r.outcome is Outcome.PASS for r in gate):
+        out.append("no gate check passed (nothing judged the run)")
+    if not any(r.name == COMPLETION and r.outcome is Outcome.PASS for r in gate):
+        if not any(r.name == COMPLETION for r in gate):
+            out.append(f"no {COMPLETION} check (nothing shows the run reached its target step)")
+        elif all(r.outcome is Outcome.SKIP for r in gate if r.name == COMPLETION):
+            out.append(f"{COMPLETION} SKIP (nothing shows the run reached its target step)")
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +93,10 @@ class PromotedBand:
 
 
 def _as_run(run_id: str, steps: dict[str, list[tuple[int, float]]], store: Store) -> RunMetrics:
+    import numpy as np
+
+    from rlgate.runs.metrics import MetricSeries, RunMetrics, SourceKind
+
     series = {
         tag: MetricSeries(
             tag,

@@ -32,6 +32,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -94,6 +95,11 @@ class RunRow(Base):
     promoted: Mapped[bool] = mapped_column(Boolean, default=False)
     # revision 0002: when the run was last promoted or demoted (None: never)
     promoted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # revision 0003: the last promotion or demotion was forced (--force), the reasons it
+    # overrode (a JSON list of text), who made it (the user name)
+    promotion_forced: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    promotion_overrode: Mapped[list | None] = mapped_column(JSON)
+    promotion_by: Mapped[str | None] = mapped_column(String(_ID))
 
 
 def _run_fk() -> ForeignKey:

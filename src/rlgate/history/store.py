@@ -54,6 +54,7 @@ __all__ = [
     "HEAD_REVISION",
     "MIGRATIONS",
     "VERSION_TABLE",
+    "Promotion",
     "PruneResult",
     "Store",
     "default_db_path",
@@ -70,7 +71,7 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 #: Alembic's version table for this schema (a shared database may hold other Alembic apps).
 VERSION_TABLE = "rlgate_history_version"
 #: The newest revision in ``migrations/versions`` (a unit test checks Alembic agrees).
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _PG_LOCK = 0x726C67617465  # "rlgate": the advisory lock migrations take on PostgreSQL
 _CHUNK = 500  # ids per IN (...) list
@@ -474,6 +475,21 @@ class PruneResult:
     dry_run: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Promotion:
+    """How a run was last promoted or demoted (:meth:`Store.promotion`).
+
+    ``forced``: ``history promote --force`` promoted it over ``overrode`` (the reasons it
+    could not serve a band); ``by``: who (the user name), ``at``: when (None: never).
+    """
+
+    promoted: bool
+    at: datetime | None
+    forced: bool = False
+    overrode: tuple[str, ...] = ()
+    by: str | None = None
+
+
 class Store:
     """A history database, migrated to this rlgate's schema (use :func:`open_store`)."""
 
@@ -544,23 +560,38 @@ class Store:
             if swe_rows:
                 conn.execute(sa.insert(_SWE), swe_rows)
 
-    def _set_promoted(self, run_id: str, promoted: bool) -> None:
+    def _set_promoted(
+        self, run_id: str, promoted: bool, *, overrode: Sequence[str] = (), by: str | None = None
+    ) -> None:
         with self._begin() as conn:
             done = conn.execute(
                 sa.update(_RUNS)
                 .where(_RUNS.c.run_id == run_id)
-                .values(promoted=promoted, promoted_at=utc_now())
+                .values(
+                    promoted=promoted,
+                    promoted_at=utc_now(),
+                    promotion_forced=bool(overrode),
+                    promotion_overrode=list(overrode) or None,
+                    promotion_by=by,
+                )
             )
             if done.rowcount != 1:
                 raise self._missing(run_id)
 
-    def promote(self, run_id: str, *, force: bool = False) -> RecordedRun:
+    def promote(self, run_id: str, *, force: bool = False, by: str | None = None) -> RecordedRun:
         """Mark a run as a good run of its recipe: its per-step metrics join the band.
+
+        A run whose gate checks did not all pass (:func:`rlgate.history.bands.
+        promotion_blockers`: a FAIL, an ERROR, no judged check, no passed completion) is
+        refused unless ``force``; a forced promotion is recorded as such, with the reasons
+        it overrode and ``by`` (who): :meth:`promotion` reads them back.
 
         Raises:
             RlgateError: no such run; it has no per-step metrics (it could not serve a
-                band); a gating Result of it failed (unless ``force``).
+                band, forced or not); a reason above without ``force``.
         """
+        from rlgate.history.bands import promotion_blockers
+
         run = self.run(run_id)
         if not self.steps(run_id):
             raise RlgateError(
@@ -569,20 +600,54 @@ class Store:
                 hint="record the run with its metrics (check-run --db, or history record "
                 "--run-dir) and promote that recording",
             )
-        failed = [r.name for r in run.results if r.outcome.value == "fail" and not r.informational]
-        if failed and not force:
+        blockers = promotion_blockers(run.results)
+        if blockers and not force:
+            shown = "; ".join(one_line(b)[:120] for b in blockers[:5])
+            more = f"; and {len(blockers) - 5} more" if len(blockers) > 5 else ""
             raise RlgateError(
-                f"run {run_id!r} failed {len(failed)} gating check(s) "
-                f"({', '.join(failed[:5])}{', ...' if len(failed) > 5 else ''}); a band "
-                "of failed runs would wave the same failure through",
-                hint="promote a run that passed, or --force if the failure is understood",
+                f"run {run_id!r} cannot serve a reference band: {shown}{more} (a band of runs "
+                "that failed or stopped short would wave the same failure through)",
+                hint="promote a run whose gate checks all passed (record it with check-run "
+                "--db, or history record --run-dir with its --run-json); --force overrides "
+                "these reasons and records that it did",
             )
-        self._set_promoted(run_id, True)
+        self._set_promoted(run_id, True, overrode=blockers, by=by)
         return run
 
-    def demote(self, run_id: str) -> None:
+    def demote(self, run_id: str, *, by: str | None = None) -> None:
         """Take a run out of its recipe's band (raises RlgateError if there is no such run)."""
-        self._set_promoted(run_id, False)
+        self._set_promoted(run_id, False, by=by)
+
+    def promotion(self, run_id: str) -> Promotion:
+        """How the run was last promoted or demoted (:class:`Promotion`)."""
+        with self._begin() as conn:
+            row = conn.execute(
+                sa.select(
+                    _RUNS.c.promoted,
+                    _RUNS.c.promoted_at,
+                    _RUNS.c.promotion_forced,
+                    _RUNS.c.promotion_overrode,
+                    _RUNS.c.promotion_by,
+                ).where(_RUNS.c.run_id == run_id)
+            ).first()
+        if row is None:
+            raise self._missing(run_id)
+        overrode = row.promotion_overrode
+        if overrode is not None and not (
+            isinstance(overrode, list) and all(isinstance(o, str) for o in overrode)
+        ):
+            raise RlgateError(
+                f"history database {self.shown}: runs.promotion_overrode of run "
+                f"{one_line(run_id)[:80]!r} was not written by rlgate (not a list of text)",
+                hint="restore the database from a backup (docs/history.md)",
+            )
+        return Promotion(
+            promoted=bool(row.promoted),
+            at=row.promoted_at,
+            forced=bool(row.promotion_forced),
+            overrode=tuple(overrode or ()),
+            by=row.promotion_by,
+        )
 
     def prune(self, *, before: datetime, keep_last: int, dry_run: bool = False) -> PruneResult:
         """Delete old runs in one transaction; what was (or, ``dry_run``, would be) deleted.

@@ -15,35 +15,47 @@ Pure: Results and recorded runs in, one :class:`TriageLabel` per failing or erro
    A flip is two consecutive judged main nightlies of the same code that disagree, or one
    nightly whose runs disagree (a rerun).
 3. **unknown**: no main nightly of the window judged the check (a new check, no history,
-   or only infra errors): nothing shows the failure is not the candidate's.
+   or only infra errors), or the candidate names no recipe and several recipes' series
+   match it: nothing shows the failure is not the candidate's.
 4. **pre-existing**: it failed in every main nightly of the window that judged it.
 5. **regression**: it passed on main in the window and fails now; ``first_failing`` is the
    first main nightly after its last pass that failed (main itself regressed there), else
    the candidate.
 
-The window is the last ``last`` nightlies of ``main_branch`` (runs grouped by
-``nightly_id``, else each run alone) recorded before the candidate (its own nightly and
-run excluded), of the candidate's recipe when it has one. With a baseline ``commit``
+Everything is judged per **series** (:class:`SeriesKey`): one recipe, check, hardware and,
+where a Result names them, the models it judged (the SWE gate's criteria,
+``evidence.models``). Outcomes of other hardware or other models are other series: they
+are never reruns, flips or history of the candidate's series. The candidate's series is
+its recipe, the hardware it says (``hardware``, else its ``context``'s; None matches only
+runs recorded without one) and the models its Results name (none matches only Results
+naming none).
+
+The **window** of a series is the last ``last`` nightlies of ``main_branch`` (runs grouped
+by ``nightly_id``, else each run alone) that recorded a Result of it, before the
+candidate when its ``context`` is given, never holding the candidate's own recordings
+(:class:`CandidateIdentity`: its run ids, its nightly ids, and any run whose judged gate
+Results are all the candidate's, value for value). With a baseline ``commit``
 (:class:`~rlgate.history.model.CommitRef`, e.g. the merge base of a pull request) the
 window is instead the last ``last`` nightlies, of any branch and any time, whose recorded
-commits hold that commit (its own nightly and run still excluded): "main" above then reads
-"the baseline commit", and a regression is a check that passed on the baseline and fails
-on the candidate. A judged outcome is a PASS, a
-FAIL or an ERROR without infrastructure cause; SKIPs and infra errors are not judgements.
+commits hold that commit: "main" above then reads "the baseline commit", and a regression
+is a check that passed on the baseline and fails on the candidate. A judged outcome is a
+PASS, a FAIL or an ERROR without infrastructure cause; SKIPs and infra errors are not
+judgements.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from rlgate.core.results import INFRA_CAUSE, Outcome, Result, Tier
+from rlgate.core.results import CHECK_TIERS, INFRA_CAUSE, MODELS, Outcome, Result, Tier
 from rlgate.history.model import CommitRef, RecordedRun, RunContext
 
 __all__ = [
@@ -51,13 +63,17 @@ __all__ = [
     "FLAKY_RATE",
     "MIN_FLIPS",
     "TABLE_HEADER",
+    "CandidateIdentity",
     "CheckKey",
     "Label",
     "Mark",
+    "SeriesKey",
     "TriageLabel",
     "code_of",
+    "fingerprint",
     "label_rows",
-    "marks_by_check",
+    "marks_by_series",
+    "models_of",
     "nightlies",
     "outcome_strip",
     "reference_name",
@@ -84,11 +100,80 @@ class Label(Enum):
     UNKNOWN = "unknown"
 
 
-#: A check across runs: its tier and name (a recipe's checks are compared within the recipe).
+#: A check by name: its tier and name (a series adds recipe, hardware and models).
 CheckKey = tuple[Tier, str]
 
 _JUDGED = (Outcome.PASS, Outcome.FAIL, Outcome.ERROR)
 _BAD = (Outcome.FAIL, Outcome.ERROR)
+
+
+def models_of(result: Result) -> tuple[str, ...]:
+    """The models a Result says it judged (``evidence.models``): ``(before, after)``, or ().
+
+    A malformed entry is a series of its own (its JSON text), never "no models".
+    """
+    raw = result.evidence.get(MODELS)
+    if raw is None:
+        return ()
+    if isinstance(raw, dict) and set(raw) == {"before", "after"}:
+        before, after = raw["before"], raw["after"]
+        if isinstance(before, str) and isinstance(after, str) and before and after:
+            return (before, after)
+    return (json.dumps(raw, sort_keys=True, default=str)[:200],)
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesKey:
+    """One series of a check: the outcomes that are comparable from nightly to nightly.
+
+    ``recipe`` (None only for a candidate's check that names none), ``tier`` and ``check``
+    name the check; ``hardware`` the machine type its runs ran on (None: not recorded), for
+    the tiers that run on it (:data:`~rlgate.core.results.CHECK_TIERS`: convergence, perf;
+    the functional tier and the SWE gate's evaluation do not, so theirs is None);
+    ``models`` the models its Results name (:func:`models_of`; () where none applies).
+    """
+
+    recipe: str | None
+    tier: Tier
+    check: str
+    hardware: str | None = None
+    models: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, recipe: str | None, hardware: str | None, result: Result) -> SeriesKey:
+        """The series ``result`` belongs to when run for ``recipe`` on ``hardware``."""
+        where = hardware if result.tier in CHECK_TIERS else None
+        return cls(recipe, result.tier, result.name, where, models_of(result))
+
+    @property
+    def check_key(self) -> CheckKey:
+        """The check's tier and name."""
+        return (self.tier, self.check)
+
+    def matches(self, recorded: SeriesKey) -> bool:
+        """Whether ``recorded`` is this (a candidate's) series.
+
+        The same check, hardware and models, and the same recipe unless this one names none.
+        """
+        return (
+            self.check_key == recorded.check_key
+            and self.hardware == recorded.hardware
+            and self.models == recorded.models
+            and (self.recipe is None or self.recipe == recorded.recipe)
+        )
+
+    def describe(self) -> str:
+        """``on 2n8g``, ``for models base -> trained``: the series, as reasons say it."""
+        parts = []
+        if self.tier in CHECK_TIERS:
+            parts.append(f"on {self.hardware}" if self.hardware else "on unrecorded hardware")
+        if len(self.models) == 2:
+            parts.append(f"for models {self.models[0]} -> {self.models[1]}")
+        elif self.models:
+            parts.append(f"for models {self.models[0]}")
+        elif self.tier is Tier.SWE_GATE:
+            parts.append("for unnamed models")
+        return ", ".join(parts) or "in its recipe"
 
 
 def code_of(context: RunContext) -> tuple[Any, ...] | None:
@@ -106,9 +191,87 @@ def _judged(result: Result) -> bool:
     return result.outcome in _JUDGED and result.infra_cause is None
 
 
+# --- the candidate's own recordings ----------------------------------------------------------
+
+#: A judged gate Result by content: tier, name, outcome, value (exact), message, models.
+Fingerprint = tuple[str, str, str, str | None, str, tuple[str, ...]]
+
+
+def fingerprint(result: Result) -> Fingerprint | None:
+    """A judged gate Result's content (None for a SKIP or an informational Result)."""
+    if result.informational or result.outcome is Outcome.SKIP:
+        return None
+    value = None if result.value is None else repr(float(result.value))
+    tier, outcome = result.tier.value, result.outcome.value
+    return (tier, result.name, outcome, value, result.message, models_of(result))
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateIdentity:
+    """What makes a recorded run the candidate's own recording: never history for it.
+
+    A run is the candidate's when its run id is one of ``run_ids``, its nightly one of
+    ``nightly_ids``, or every judged gate Result it holds (at least one) is one of the
+    candidate's, value for value (``results``: :func:`fingerprint` -> the earliest time an
+    input holding it says it was written, None when unstated), recorded no earlier than
+    that time (a run recorded before the candidate existed is not its recording). The
+    content rule grows with the candidate: adding a Result to it never makes a run it
+    owned someone else's.
+    """
+
+    results: Mapping[Fingerprint, datetime | None] = field(default_factory=dict)
+    run_ids: frozenset[str] = frozenset()
+    nightly_ids: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(
+        cls,
+        inputs: Iterable[tuple[Iterable[Result], datetime | None]],
+        *,
+        run_ids: Iterable[str] = (),
+        nightly_ids: Iterable[str] = (),
+    ) -> CandidateIdentity:
+        """From the candidate's inputs: each one's Results and when it says it was written."""
+        seen: dict[Fingerprint, datetime | None] = {}
+        for results, when in inputs:
+            for result in results:
+                key = fingerprint(result)
+                if key is None:
+                    continue
+                if key not in seen:
+                    seen[key] = when
+                else:  # the earliest, and None (unstated) before any time
+                    prev = seen[key]
+                    seen[key] = None if prev is None or when is None else min(prev, when)
+        return cls(seen, frozenset(run_ids), frozenset(nightly_ids))
+
+    def owns(self, run: RecordedRun) -> bool:
+        """Whether ``run`` is one of the candidate's own recordings (class docstring)."""
+        ctx = run.context
+        if ctx.run_id in self.run_ids:
+            return True
+        if ctx.nightly_id is not None and ctx.nightly_id in self.nightly_ids:
+            return True
+        judged = 0
+        for result in run.results:
+            key = fingerprint(result)
+            if key is None:
+                continue
+            if key not in self.results:
+                return False
+            when = self.results[key]
+            if when is not None and ctx.recorded_at < when:
+                return False
+            judged += 1
+        return judged > 0
+
+
+# --- marks -----------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """One nightly's outcome of one check (its runs' Results combined).
+    """One nightly's outcome of one series (its runs' Results combined).
 
     ``outcome`` is PASS when every judged Result passed, else the first failing one's (FAIL
     or ERROR); an ERROR with ``infra`` set when only infra errors were recorded; SKIP when
@@ -183,19 +346,21 @@ def window(
     history: Iterable[RecordedRun],
     *,
     main_branch: str = "main",
-    last: int = DEFAULT_LAST,
+    last: int | None = DEFAULT_LAST,
     recipe: str | None = None,
     before: RunContext | None = None,
     commit: CommitRef | None = None,
+    own: CandidateIdentity | None = None,
 ) -> list[tuple[str, list[RecordedRun]]]:
-    """The last ``last`` nightlies of ``main_branch`` (oldest first), as triage compares with.
+    """The last ``last`` nightlies of ``main_branch`` (oldest first; None: all of them).
 
     ``recipe``: only its runs. ``before``: only runs recorded before that context, and none
     of its nightly or run (a candidate is never compared with itself). ``commit``: the
     nightlies of that baseline commit instead, on any branch, recorded at any time (the
     baseline's code does not change; ``before``'s nightly and run are still left out).
+    ``own``: none of the candidate's own recordings (:class:`CandidateIdentity`).
     """
-    if last < 1:
+    if last is not None and last < 1:
         raise ValueError(f"last must be at least 1, got {last}")
     kept = []
     for run in history:
@@ -213,28 +378,36 @@ def window(
             or (before.nightly_id is not None and ctx.nightly_id == before.nightly_id)
         ):
             continue
+        if own is not None and own.owns(run):
+            continue
         kept.append(run)
-    return nightlies(kept)[-last:]
+    groups = nightlies(kept)
+    return groups if last is None else groups[-last:]
 
 
-def marks_by_check(
+def marks_by_series(
     groups: Sequence[tuple[str, list[RecordedRun]]], keys: Iterable[CheckKey] | None = None
-) -> dict[CheckKey, list[Mark]]:
-    """Per gate check, its :class:`Mark` in each nightly that recorded it (oldest first).
+) -> dict[SeriesKey, list[Mark]]:
+    """Per series of a gate check, its :class:`Mark` in each nightly that recorded it.
 
-    ``keys``: only these checks (default: every gate check).
+    Oldest first. A nightly's runs of one series are reruns (they make one mark); runs of
+    another hardware or Results of other models are another series. ``keys``: only these
+    checks (default: every gate check).
     """
     wanted = set(keys) if keys is not None else None
-    out: dict[CheckKey, list[Mark]] = defaultdict(list)
+    out: dict[SeriesKey, list[Mark]] = defaultdict(list)
     codes: dict[str, tuple[Any, ...] | None] = {}
     for nightly, runs in groups:
         when = min(r.context.recorded_at for r in runs)
-        per: dict[CheckKey, list[tuple[RunContext, Result]]] = defaultdict(list)
+        per: dict[SeriesKey, list[tuple[RunContext, Result]]] = defaultdict(list)
         for run in runs:
+            ctx = run.context
             for result in run.results:
-                key = (result.tier, result.name)
-                if not result.informational and (wanted is None or key in wanted):
-                    per[key].append((run.context, result))
+                if result.informational:
+                    continue
+                if wanted is not None and (result.tier, result.name) not in wanted:
+                    continue
+                per[SeriesKey.of(ctx.recipe, ctx.hardware, result)].append((ctx, result))
         for key, results in per.items():
             out[key].append(_mark(nightly, when, results, codes))
     return dict(out)
@@ -283,8 +456,9 @@ def _flips(marks: Sequence[Mark]) -> tuple[int, int, list[str]]:
 class TriageLabel:
     """One failing gate check of the candidate, its label and the evidence behind it.
 
-    ``candidate`` is the candidate's failing Result; ``history`` the check's marks in the
-    main nightlies of the window (oldest first); ``first_failing`` names the first failing
+    ``candidate`` is the candidate's failing Result; ``hardware`` and ``models`` the rest of
+    the candidate's series (:class:`SeriesKey`); ``history`` the series' marks in the main
+    nightlies of its window (oldest first); ``first_failing`` names the first failing
     nightly of a regression (``"candidate"`` when main still passes it); ``last_passing``
     the last main nightly that passed it; ``flips``/``transitions`` the same-code flip count.
     """
@@ -302,6 +476,13 @@ class TriageLabel:
     transitions: int = 0
     rerun_passed: str | None = None
     window: tuple[str, ...] = field(default=())
+    hardware: str | None = None
+    models: tuple[str, ...] = ()
+
+    @property
+    def series(self) -> SeriesKey:
+        """The candidate's series of the check."""
+        return SeriesKey(self.recipe, self.tier, self.check, self.hardware, self.models)
 
     @property
     def flip_rate(self) -> float | None:
@@ -334,6 +515,8 @@ class TriageLabel:
             "recipe": self.recipe,
             "check": self.check,
             "tier": self.tier.value,
+            "hardware": self.hardware,
+            "models": list(self.models),
             "label": self.label.value,
             "reason": self.reason,
             "candidate": {
@@ -364,23 +547,23 @@ def _value(mark: Mark) -> str:
 
 
 def _label_one(
-    key: CheckKey,
+    key: SeriesKey,
     results: Sequence[Result],
     marks: Sequence[Mark],
     *,
-    recipe: str | None,
     code: tuple[Any, ...] | None,
     flaky_rate: float,
-    window_ids: tuple[str, ...],
     ref: str = "main",
+    unmatched: str = "",
 ) -> TriageLabel | None:
+    """``unmatched``: why no recorded series could be compared (an UNKNOWN's reason)."""
     failing = [r for r in results if r.outcome in (Outcome.FAIL, Outcome.ERROR)]
     if not failing:
         return None
-    tier, name = key
     shown = next((r for r in failing if r.infra_cause is None), failing[0])
-    base = {"recipe": recipe, "check": name, "tier": tier, "candidate": shown}
-    base |= {"history": tuple(marks), "window": window_ids}
+    base: dict[str, Any] = {"recipe": key.recipe, "check": key.check, "tier": key.tier}
+    base |= {"candidate": shown, "hardware": key.hardware, "models": key.models}
+    base |= {"history": tuple(marks), "window": tuple(m.nightly for m in marks)}
     if all(r.infra_cause is not None for r in failing):
         causes = sorted({r.infra_cause or "" for r in failing})
         reason = f"ERROR with an infrastructure cause: {', '.join(causes)}"
@@ -410,7 +593,15 @@ def _label_one(
     judged = [m for m in marks if m.judged]
     stats = {"flips": flips, "transitions": transitions}
     if not judged:
-        reason = f"no {ref} nightly of the last {len(window_ids)} judged it: cannot be excused"
+        if unmatched:
+            reason = unmatched
+        elif marks:
+            reason = (
+                f"no {ref} nightly of the last {len(marks)} that recorded it {key.describe()} "
+                "judged it (skipped or infra errors): cannot be excused"
+            )
+        else:
+            reason = f"no {ref} nightly recorded it {key.describe()}: cannot be excused"
         return TriageLabel(label=Label.UNKNOWN, reason=reason, **stats, **base)
     passes = [m for m in judged if m.passed]
     if not passes:
@@ -440,6 +631,26 @@ def _label_one(
     )  # fmt: skip
 
 
+def _unmatched(
+    key: SeriesKey, matching: Sequence[SeriesKey], others: Sequence[SeriesKey], ref: str
+) -> str:
+    """Why a candidate series has no history to compare with ("" when it has one)."""
+    if len(matching) > 1:
+        recipes = ", ".join(sorted({s.recipe or "" for s in matching}))
+        return (
+            f"the candidate names no recipe and {ref} nightlies of {len(matching)} recipes "
+            f"ran it {key.describe()} ({recipes}): their series are never pooled, so "
+            "nothing can vouch for it"
+        )
+    if not matching and others:
+        seen = "; ".join(sorted({s.describe() for s in others})[:3])
+        return (
+            f"no {ref} nightly ran it {key.describe()} (only {seen}): other hardware and "
+            "other models are other series"
+        )
+    return ""
+
+
 def triage(
     candidate: Sequence[Result],
     history: Sequence[RecordedRun],
@@ -450,6 +661,8 @@ def triage(
     recipe: str | None = None,
     context: RunContext | None = None,
     commit: CommitRef | None = None,
+    hardware: str | None = None,
+    own: CandidateIdentity | None = None,
 ) -> list[TriageLabel]:
     """Label every failing or erroring gate check of ``candidate`` (module docstring).
 
@@ -458,43 +671,57 @@ def triage(
             more than once is a rerun).
         history: recorded runs (any branch, any order), e.g. ``Store.runs(...)``.
         main_branch: the branch whose nightlies the candidate is compared with.
-        last: how many of its nightlies.
+        last: how many of its nightlies, per series.
         flaky_rate: flips per same-code transition from which a check is flaky.
         recipe: the candidate's recipe: only its runs count (None: every recipe's runs of
-            the same check, e.g. the SWE gate's criteria, which name no recipe).
+            the same check, e.g. the SWE gate's criteria, which name no recipe; the series
+            of two recipes are never pooled).
         context: the candidate's own context, when it was recorded: its code (a rerun of
-            the same code that passed makes the check flaky) and its time (later runs, its
-            nightly and itself are left out). Its recipe is not a filter: ``recipe`` is.
+            the same code that passed makes the check flaky), its time (later runs, its
+            nightly and itself are left out) and its hardware. Its recipe is not a filter:
+            ``recipe`` is.
         commit: a baseline commit: compare with its nightlies (any branch) instead of the
             last ``last`` nightlies of ``main_branch``.
+        hardware: the hardware the candidate ran on (default: ``context``'s; None: it
+            says none, and only runs recorded without one are its series).
+        own: what identifies the candidate's own recordings (default: ``candidate``'s
+            Results as one input of unstated time).
     """
     if not 0.0 < flaky_rate <= 1.0:
         raise ValueError(f"flaky_rate must be in (0, 1], got {flaky_rate}")
-    per: dict[CheckKey, list[Result]] = defaultdict(list)
+    if last < 1:
+        raise ValueError(f"last must be at least 1, got {last}")
+    if hardware is None and context is not None:
+        hardware = context.hardware
+    per: dict[SeriesKey, list[Result]] = defaultdict(list)
     for result in candidate:
         if not result.informational:
-            per[(result.tier, result.name)].append(result)
+            per[SeriesKey.of(recipe, hardware, result)].append(result)
     failing = [k for k, rs in per.items() if any(r.outcome in _BAD for r in rs)]
     if not failing:
         return []
+    identity = own if own is not None else CandidateIdentity.of([(candidate, None)])
     groups = window(
-        history, main_branch=main_branch, last=last, recipe=recipe, before=context, commit=commit
-    )
-    marks = marks_by_check(groups, failing)
-    window_ids = tuple(n for n, _ in groups)
+        history, main_branch=main_branch, last=None, recipe=recipe, before=context,
+        commit=commit, own=identity,
+    )  # fmt: skip
+    marks = marks_by_series(groups, {k.check_key for k in failing})
+    by_check: dict[CheckKey, list[SeriesKey]] = defaultdict(list)
+    for series in marks:
+        by_check[series.check_key].append(series)
     code = code_of(context) if context is not None else None
+    ref = reference_name(main_branch, commit)
     labels = []
-    for key, results in per.items():
+    for key in failing:
+        recorded = by_check.get(key.check_key, [])
+        matching = [s for s in recorded if key.matches(s)]
+        others = [s for s in recorded if not key.matches(s)]
+        unmatched = _unmatched(key, matching, others, ref)
+        series_marks = marks[matching[0]][-last:] if len(matching) == 1 else []
         label = _label_one(
-            key,
-            results,
-            marks.get(key, []),
-            recipe=recipe,
-            code=code,
-            flaky_rate=flaky_rate,
-            window_ids=window_ids,
-            ref=reference_name(main_branch, commit),
-        )
+            key, per[key], series_marks, code=code, flaky_rate=flaky_rate, ref=ref,
+            unmatched=unmatched,
+        )  # fmt: skip
         if label is not None:
             labels.append(label)
     return labels
@@ -511,13 +738,26 @@ _ORDER = {
 }
 
 
+def _series_text(lb: TriageLabel) -> str:
+    return f" [{lb.series.describe()}]"
+
+
 def label_rows(labels: Sequence[TriageLabel]) -> tuple[tuple[str, ...], ...]:
-    """Table rows (:data:`TABLE_HEADER`), regressions first; the recipe named if several."""
+    """Table rows (:data:`TABLE_HEADER`), regressions first.
+
+    The recipe is named when several are labelled, the series (hardware, models) when one
+    check is labelled in several series.
+    """
     ordered = sorted(labels, key=lambda lb: (_ORDER[lb.label], lb.tier.value, lb.check))
     several = len({lb.recipe for lb in labels}) > 1
+    count: dict[tuple[str | None, Tier, str], int] = defaultdict(int)
+    for lb in labels:
+        count[(lb.recipe, lb.tier, lb.check)] += 1
     return tuple(
         (
-            f"{lb.tier.value}: {lb.check}" + (f" ({lb.recipe})" if several and lb.recipe else ""),
+            f"{lb.tier.value}: {lb.check}"
+            + (f" ({lb.recipe})" if several and lb.recipe else "")
+            + (_series_text(lb) if count[(lb.recipe, lb.tier, lb.check)] > 1 else ""),
             lb.candidate_text(),
             lb.main_text(),
             lb.label.value,

@@ -350,14 +350,23 @@ class ReducedDoc(_Doc):
     comparison: SweComparisonDoc
 
 
+class UnformedDoc(_Doc):
+    """``reduced_not_formed``: the ``--exclude`` comparison asked for could not be formed."""
+
+    exclude: tuple[str, ...] = Field(strict=False, min_length=1)
+    reason: str
+
+
 class SweDoc(SweComparisonDoc):
     """``rlgate swe compare --json`` (rlgate.swe.report.comparison_to_dict).
 
-    Its top level is the full comparison (the verdict); ``reduced`` the ``--exclude`` one.
+    Its top level is the full comparison (the verdict); ``reduced`` the ``--exclude`` one,
+    ``reduced_not_formed`` why it could not be formed.
     """
 
     schema_version: int
     reduced: ReducedDoc | None = None
+    reduced_not_formed: UnformedDoc | None = None
 
     @model_validator(mode="after")
     def _reduced_is_a_subset(self) -> SweDoc:

@@ -224,6 +224,16 @@ def _swe_flaky_reduced(report: ReleaseReport) -> list[Cell]:
             )
         )
         lines += [(Own("CONTRADICTION (reduced): "), x) for x in reduced.contradictions]
+    if doc.reduced_not_formed is not None:
+        unformed = doc.reduced_not_formed
+        lines.append(
+            (
+                Own("reduced comparison (--exclude "),
+                " ".join(unformed.exclude),
+                Own("; shown, never decides): not formed: "),
+                unformed.reason,
+            )
+        )
     return lines
 
 

@@ -33,12 +33,13 @@ from rlgate.history.model import CommitRef, RecordedRun, RunContext
 from rlgate.history.triage import (
     DEFAULT_LAST,
     TABLE_HEADER,
-    CheckKey,
+    CandidateIdentity,
     Label,
     Mark,
+    SeriesKey,
     TriageLabel,
     label_rows,
-    marks_by_check,
+    marks_by_series,
     reference_name,
     triage,
     window,
@@ -126,11 +127,13 @@ def candidate_labels(
     for case in cases:
         if case.gating:
             by_recipe[case.fact("rlgate.recipe")].append(case.result)
+    # its own recordings hold Results of every recipe the report read
+    own = CandidateIdentity.of([([c.result for c in cases], None)])
     out = []
     for recipe, results in by_recipe.items():
         out += triage(
             results, history, main_branch=main_branch, last=last, recipe=recipe, context=context,
-            commit=commit,
+            commit=commit, own=own,
         )  # fmt: skip
     return out
 
@@ -143,19 +146,20 @@ def latest_nightly_labels(
     if len(groups) < 1:
         return None, []
     nightly, runs = groups[-1]
-    by_recipe: dict[str, list[RecordedRun]] = defaultdict(list)
-    for run in runs:
-        by_recipe[run.context.recipe].append(run)
+    by_series: dict[tuple[str, str | None], list[RecordedRun]] = defaultdict(list)
+    for run in runs:  # a recipe's runs on two hardware types are two candidates
+        by_series[(run.context.recipe, run.context.hardware)].append(run)
     out = []
-    for recipe, recipe_runs in by_recipe.items():
-        results = [r for run in recipe_runs for r in run.results]
+    for (recipe, hardware), series_runs in by_series.items():
+        results = [r for run in series_runs for r in run.results]
         out += triage(
             results,
             history,
             main_branch=main_branch,
             last=last,
             recipe=recipe,
-            context=min(recipe_runs, key=lambda r: r.context.recorded_at).context,
+            context=min(series_runs, key=lambda r: r.context.recorded_at).context,
+            hardware=hardware,
         )
     return nightly, out
 
@@ -168,14 +172,18 @@ _INFRA, _SKIP = "#7f7f7f", "#c7c7c7"
 
 def _panel(
     ax,
-    key: CheckKey,
+    key: SeriesKey,
     marks: Sequence[Mark],
     x: Sequence[int],
     width: int,
     lb: TriageLabel | None,
     ref: Result | None,
+    series: str = "",
 ) -> None:
-    """One check's panel: ``x`` the marks' nightly positions (1-based) among ``width``."""
+    """One series' panel: ``x`` the marks' nightly positions (1-based) among ``width``.
+
+    ``series``: which series of the check it is, when the check has several.
+    """
     from rlgate.report.plots import _plain
 
     values = [m.value if m.value is not None and math.isfinite(m.value) else None for m in marks]
@@ -197,7 +205,8 @@ def _panel(
         )
         if first is not None:
             ax.axvline(first - 0.5, color="#d62728", linewidth=1.2)
-    title = _plain(key[1], 44) + (f"\n[{lb.label.value}]" if lb is not None else "")
+    title = _plain(key.check, 44) + (f"\n{_plain(series, 44)}" if series else "")
+    title += f"\n[{lb.label.value}]" if lb is not None else ""
     ax.set_title(title, fontsize=7, color="#d62728" if lb and lb.blocks else "black")
     ax.tick_params(labelsize=6)
     ax.set_xlim(0.5, width + 0.5)
@@ -211,26 +220,34 @@ def _trend_figures(
 
     from rlgate.report.plots import _finish
 
-    marks = marks_by_check(groups)
-    by_key = {(lb.tier, lb.check): lb for lb in labels}
-    refs: dict[CheckKey, Result] = {}
+    marks = marks_by_series(groups)
+    several: dict[tuple[Tier, str], set[SeriesKey]] = defaultdict(set)  # named in the title
+    for key in marks:
+        several[key.check_key].add(key)
+
+    def label_of(key: SeriesKey) -> TriageLabel | None:
+        return next((lb for lb in labels if lb.series.matches(key)), None)
+
+    refs: dict[SeriesKey, Result] = {}
     for _, runs in groups:
         for run in runs:
             for r in run.results:
-                refs[(r.tier, r.name)] = r
+                refs[SeriesKey.of(run.context.recipe, run.context.hardware, r)] = r
     figures, notes = [], []
     ids = [n for n, _ in groups]
     position = {n: i for i, n in enumerate(ids, start=1)}
     for tier in Tier:
-        keys = [k for k in marks if k[0] is tier]
+        keys = [k for k in marks if k.tier is tier]
         if not keys:
             continue
-        keys.sort(key=lambda k: (k not in by_key, all(m.passed for m in marks[k]), k[1]))
+        keys.sort(
+            key=lambda k: (label_of(k) is None, all(m.passed for m in marks[k]), k.check, str(k))
+        )
         shown, left = keys[:MAX_PANELS], keys[MAX_PANELS:]
         if left:
             notes.append(
                 f"{tier.value} trends: {len(left)} more checks not drawn "
-                f"({', '.join(k[1] for k in left[:5])}{' …' if len(left) > 5 else ''})"
+                f"({', '.join(k.check for k in left[:5])}{' …' if len(left) > 5 else ''})"
             )
         cols = min(6, len(shown))
         rows = -(-len(shown) // cols)
@@ -240,7 +257,8 @@ def _trend_figures(
         axes = fig.subplots(rows, cols, squeeze=False).ravel()
         for ax, key in zip(axes, shown, strict=False):
             x = [position[m.nightly] for m in marks[key]]
-            _panel(ax, key, marks[key], x, len(ids), by_key.get(key), refs.get(key))
+            series = key.describe() if len(several[key.check_key]) > 1 else ""
+            _panel(ax, key, marks[key], x, len(ids), label_of(key), refs.get(key), series)
         for ax in axes[len(shown) :]:
             ax.set_axis_off()
         caption = (

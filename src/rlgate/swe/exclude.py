@@ -18,10 +18,14 @@ Invariants:
   instances kept, its instance set is named from those ids (a subset of Verified is never
   called SWE-bench Verified).
 * It never decides: the verdict, the exit code and the release report's rule stay the full
-  comparison's. The known-broken lists are claims about other harness setups and the flaky
-  set is selected from the very runs compared, so the reduced numbers are a diagnostic. To
-  *gate* on fewer instances, pass a dataset holding only them (``--dataset``): that
-  comparison then names itself a subset everywhere.
+  comparison's. A reduced comparison the inputs or the stored history cannot form (no arm
+  and no stored model with two runs for ``flaky``, exclusions that leave no instance, a
+  reduced set the gate cannot compare) is an :class:`UnformedReduction` saying why, shown
+  where the reduced comparison would be; only an ``--exclude`` value that is no exclusion
+  is an error (exit 2, before any input is read). The known-broken lists are claims about
+  other harness setups and the flaky set is selected from the very runs compared, so the
+  reduced numbers are a diagnostic. To *gate* on fewer instances, pass a dataset holding
+  only them (``--dataset``): that comparison then names itself a subset everywhere.
 * An exclusion that names nothing in this universe is reported with 0 ids, not dropped.
 """
 
@@ -43,6 +47,7 @@ __all__ = [
     "KNOWN_BROKEN",
     "ExcludedSet",
     "ReducedComparison",
+    "UnformedReduction",
     "parse_exclusions",
     "reduce_comparison",
     "restrict_arm",
@@ -107,6 +112,19 @@ class ReducedComparison:
     comparison: SweComparison
 
 
+@dataclass(frozen=True, slots=True)
+class UnformedReduction:
+    """A reduced comparison ``--exclude`` asked for that could not be formed, and why.
+
+    ``sets``: the exclusions that could be listed (empty when one of them could not be).
+    Reported beside the full comparison like a reduced one; never an exit code.
+    """
+
+    requested: tuple[str, ...]
+    reason: str
+    sets: tuple[ExcludedSet, ...] = ()
+
+
 def restrict_universe(universe: DatasetUniverse, drop: frozenset[str]) -> DatasetUniverse:
     """``universe`` without ``drop``, its ids (and labels) hash recomputed.
 
@@ -141,7 +159,8 @@ def restrict_arm(arm: SweArm, drop: frozenset[str]) -> SweArm:
 
 def _sets(
     labels: Sequence[str], full: SweComparison, history: Flakiness | None = None
-) -> list[ExcludedSet]:
+) -> tuple[list[ExcludedSet], str]:
+    """The excluded sets, and why they cannot all be formed ("" when they can)."""
     in_universe = set(full.universe.ids)
     lists = {f"{KNOWN_BROKEN}:{item.name}": item for item in known_broken()}
     stored = history if history is not None and history.measured else None
@@ -149,12 +168,14 @@ def _sets(
     for label in labels:
         if label == FLAKY:
             if not full.flaky.measured and stored is None:
-                raise SweError(
-                    f"--exclude {FLAKY}: every arm has fewer than {MIN_RUNS} runs, so no "
-                    "instance can be seen to flip between runs of one model",
-                    hint="pass several runs (seeds) of one model in --before or --after, "
-                    "record runs of the models with --db (their stored runs count), or drop "
-                    "--exclude flaky",
+                where = (
+                    "nor does the history hold 2 runs of a compared model"
+                    if history is not None
+                    else "and no history was given (--db)"
+                )
+                return [], (
+                    f"{FLAKY}: every arm has fewer than {MIN_RUNS} runs, {where}, so no "
+                    "instance can be seen to flip between runs of one model"
                 )
             listed = set(full.flaky.ids)
             source = RULE
@@ -169,7 +190,7 @@ def _sets(
             item = lists[label]
             ids = tuple(sorted(item.ids & in_universe))
             out.append(ExcludedSet(label, ids, len(item.ids), item.source))
-    return out
+    return out, ""
 
 
 def reduce_comparison(
@@ -178,26 +199,36 @@ def reduce_comparison(
     after: SweArm,
     requested: Sequence[str],
     history: Flakiness | None = None,
-) -> ReducedComparison:
+) -> ReducedComparison | UnformedReduction:
     """Compare ``before`` and ``after`` again without the instances ``requested`` excludes.
 
     ``full`` is :func:`~rlgate.swe.compare.compare_arms` of the same arms: its universe,
     options and flaky instances are used. ``history``: the flaky instances of the compared
     models in their stored runs (``swe compare --db``), added to ``flaky``. Nothing
-    excluded: the reduced comparison is the full one. Raises SweError when the exclusions
-    leave no instance.
+    excluded: the reduced comparison is the full one. What cannot be formed (module
+    docstring) is an :class:`UnformedReduction`; a value that is no exclusion raises
+    SweError (:func:`parse_exclusions`).
     """
-    sets = _sets(parse_exclusions(requested), full, history)
+    wanted = tuple(requested)
+    sets, why = _sets(parse_exclusions(requested), full, history)
+    if why:
+        return UnformedReduction(wanted, why)
     drop = frozenset().union(*(s.ids for s in sets))
     comparison = full
     if drop:
         if len(drop) == full.universe.n:
-            raise SweError(
-                f"--exclude {' '.join(requested)} removes all {full.universe.n} instances of "
-                f"the dataset {full.universe.source}; nothing is left to compare"
+            return UnformedReduction(
+                wanted,
+                f"the exclusions remove all {full.universe.n} instances of the dataset "
+                f"{full.universe.source}; nothing is left to compare",
+                tuple(sets),
             )
         universe = restrict_universe(full.universe, drop)
-        comparison = compare_arms(
-            restrict_arm(before, drop), restrict_arm(after, drop), universe, full.options
-        )
-    return ReducedComparison(tuple(requested), tuple(sets), tuple(sorted(drop)), comparison)
+        try:
+            comparison = compare_arms(
+                restrict_arm(before, drop), restrict_arm(after, drop), universe, full.options
+            )
+        except SweError as exc:
+            reason = f"the {universe.n} instances left cannot be compared: {exc.message}"
+            return UnformedReduction(wanted, reason, tuple(sets))
+    return ReducedComparison(wanted, tuple(sets), tuple(sorted(drop)), comparison)

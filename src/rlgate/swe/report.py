@@ -17,6 +17,10 @@ on a flaky instance's testcase). With ``--exclude`` the reduced comparison
 ``reduced`` block, a side-by-side table in the summary, and a third JUnit suite
 ``rlgate.swe_gate.reduced`` whose criteria are informational (``reduced``) and whose suite
 properties are ``rlgate.reduced.*`` (never ``rlgate.verdict``: the verdict is the full one).
+A reduced comparison that could not be formed (:class:`~rlgate.swe.exclude.UnformedReduction`)
+is said in the same three places: the JSON's ``reduced_not_formed`` (``reduced`` null), a
+line in the summary, and the reduced suite with no testcase and ``rlgate.reduced.formed`` =
+``false``, ``rlgate.reduced.not_formed`` = why.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from rlgate.core.junit import PROPERTY_PREFIX, JunitCase, JunitSuite, junit_root
 from rlgate.core.results import Op, Result, Tier, render_table
 from rlgate.core.results import Outcome as CheckOutcome
 from rlgate.swe.compare import ArmSummary, SweComparison
-from rlgate.swe.exclude import ReducedComparison
+from rlgate.swe.exclude import ReducedComparison, UnformedReduction
 from rlgate.swe.flaky import MIN_RUNS, RULE, Flakiness
 from rlgate.swe.records import (
     INFRA_OUTCOMES,
@@ -156,14 +160,29 @@ def _reduced_dict(reduced: ReducedComparison) -> dict[str, Any]:
     }
 
 
+def _unformed_dict(unformed: UnformedReduction) -> dict[str, Any]:
+    return {
+        "gating": False,
+        "exclude": list(unformed.requested),
+        "reason": unformed.reason,
+        "sets": [
+            {"label": s.label, "count": len(s.ids), "listed": s.listed, "source": s.source}
+            for s in unformed.sets
+        ],
+    }
+
+
 def comparison_to_dict(
-    comparison: SweComparison, reduced: ReducedComparison | None = None
+    comparison: SweComparison, reduced: ReducedComparison | UnformedReduction | None = None
 ) -> dict[str, Any]:
     """Return the JSON payload of ``rlgate swe compare`` (without ``schema_version``).
 
     The top level is always the full comparison (the verdict); ``reduced`` is the
-    ``--exclude`` comparison beside it, or null.
+    ``--exclude`` comparison beside it, or null; ``reduced_not_formed`` says why the one
+    asked for could not be formed, or is null.
     """
+    unformed = reduced if isinstance(reduced, UnformedReduction) else None
+    formed = reduced if isinstance(reduced, ReducedComparison) else None
     c, u, opts = comparison, comparison.universe, comparison.options
     return {
         "verdict": c.verdict.value,
@@ -215,7 +234,8 @@ def comparison_to_dict(
             for f in c.flips
         ],
         "flaky": _flaky_dict(c.flaky),
-        "reduced": None if reduced is None else _reduced_dict(reduced),
+        "reduced": None if formed is None else _reduced_dict(formed),
+        "reduced_not_formed": None if unformed is None else _unformed_dict(unformed),
     }
 
 
@@ -243,6 +263,18 @@ def _flaky_facts(flaky: Flakiness) -> dict[str, Any]:
         "flaky.ids": ",".join(flaky.ids),
         "flaky.measured_arms": ",".join(flaky.measured),
     }
+
+
+def _unformed_suite(unformed: UnformedReduction) -> JunitSuite:
+    """The reduced suite of a reduced comparison that was not formed: no testcase, why."""
+    facts = {
+        "gating": False,
+        "formed": False,
+        "exclude": " ".join(unformed.requested),
+        "not_formed": unformed.reason,
+    }
+    prefix = f"{PROPERTY_PREFIX}{REDUCED}."
+    return JunitSuite.of(REDUCED_SUITE, [], {f"{prefix}{k}": v for k, v in facts.items()})
 
 
 def _reduced_suite(reduced: ReducedComparison) -> JunitSuite:
@@ -322,7 +354,7 @@ def instance_results(c: SweComparison) -> list[Result]:
 
 
 def build_swe_junit(
-    comparison: SweComparison, reduced: ReducedComparison | None = None
+    comparison: SweComparison, reduced: ReducedComparison | UnformedReduction | None = None
 ) -> JUnitXml:
     """Build the JUnit XML: criteria suite, per-instance suite, and the reduced one if given."""
     instances = [
@@ -330,7 +362,9 @@ def build_swe_junit(
         for r in instance_results(comparison)
     ]
     suites = [_criteria_suite(comparison), JunitSuite.of(INSTANCE_SUITE, instances)]
-    if reduced is not None:
+    if isinstance(reduced, UnformedReduction):
+        suites.append(_unformed_suite(reduced))
+    elif reduced is not None:
         suites.append(_reduced_suite(reduced))
     return junit_root(suites, name="rlgate swe compare")
 
@@ -398,7 +432,9 @@ def _side_by_side(full: SweComparison, reduced: ReducedComparison) -> list[str]:
     return [*lines, *(f"    - reduced: {reason}" for reason in r.reasons)]
 
 
-def render_swe_summary(comparison: SweComparison, reduced: ReducedComparison | None = None) -> str:
+def render_swe_summary(
+    comparison: SweComparison, reduced: ReducedComparison | UnformedReduction | None = None
+) -> str:
     """Render the short human summary printed by ``rlgate swe compare`` (full, then reduced)."""
     c, u = comparison, comparison.universe
     lines = [
@@ -429,6 +465,12 @@ def render_swe_summary(comparison: SweComparison, reduced: ReducedComparison | N
         )
     lines += ["", *(f"  - {reason}" for reason in c.reasons)]
     lines += ["", f"  {flaky_line(c.flaky, (c.before, c.after))}"]
-    if reduced is not None:
+    if isinstance(reduced, UnformedReduction):
+        lines += [
+            "",
+            f"  reduced comparison (--exclude {' '.join(reduced.requested)}): not formed: "
+            f"{reduced.reason}; the verdict above is the full comparison's",
+        ]
+    elif reduced is not None:
         lines += ["", *_side_by_side(c, reduced)]
     return "\n".join(lines)

@@ -83,6 +83,7 @@ NEMO_RL = Tree(
         "nemo_rl/algorithms/grpo.py",
         "nemo_rl/algorithms/loss/loss_functions.py",
         "nemo_rl/algorithms/utils.py",
+        "nemo_rl/algorithms/async_utils/*.py",
         "nemo_rl/distributed/batched_data_dict.py",
         "nemo_rl/distributed/virtual_cluster.py",
         "nemo_rl/models/policy/lm_policy.py",
@@ -175,7 +176,9 @@ def _text(node: ast.expr | None) -> str:
             if isinstance(value, ast.Constant):
                 parts.append(str(value.value))
             elif isinstance(value, ast.FormattedValue):
-                parts.append("{" + ast.unparse(value.value) + "}")
+                conversion = f"!{chr(value.conversion)}" if value.conversion > 0 else ""
+                spec = f":{_text(value.format_spec)}" if value.format_spec else ""
+                parts.append("{" + ast.unparse(value.value) + conversion + spec + "}")
         return "".join(parts)
     return ast.unparse(node)
 
@@ -533,7 +536,10 @@ _ROWS = (
 
 
 def coverage_table(entries: Sequence[dict[str, Any]], sources: dict[str, Any]) -> str:
-    """The Markdown table of the numbers, one column per tree and the total."""
+    """The Markdown table of the numbers, one column per tree and the total.
+
+    ``sources[repo]["reached_outside"]``: the reached sites in files outside a tree's scope.
+    """
     repos = [t.repo for t in TREES if any(e["repo"] == t.repo for e in entries)]
     columns = [counts([e for e in entries if e["repo"] == r]) for r in repos]
     total = counts(entries)
@@ -546,6 +552,13 @@ def coverage_table(entries: Sequence[dict[str, Any]], sources: dict[str, Any]) -
     for key, what in _ROWS:
         cells = " | ".join(str(c[key]) for c in columns)
         lines.append(f"| {what} | {cells} | {total[key]} |")
+    outside = {
+        r: sources[r]["reached_outside"] for r in repos if "reached_outside" in sources.get(r, {})
+    }
+    if outside:
+        cells = " | ".join(str(outside[r]) if r in outside else "-" for r in repos)
+        what = "reached sites in files outside the scope (not inventoried)"
+        lines.append(f"| {what} | {cells} | {sum(outside.values())} |")
     return "\n".join(lines)
 
 
@@ -642,13 +655,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "scope": list(tree.scope),
             **({"functions": list(tree.functions)} if tree.functions else {}),
             **({"entries": ["::".join(e) for e in tree.entries]} if tree.entries else {}),
+            **({"reached_outside": scans[-1].outside} if tree.entries else {}),
         }
     result = diff(scans, data)
     table = coverage_table(result.merged, sources)
     print(table)
-    for found in scans:
-        if found.tree.entries:
-            print(f"\n{found.tree.repo}: reached sites outside the scope: {found.outside}")
     if result.new:
         print(f"\n{len(result.new)} site(s) not classified:")
         print("\n".join(_lines(result.new)))

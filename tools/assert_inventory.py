@@ -248,7 +248,9 @@ class _Scanner(ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         cond = ast.unparse(node.test)
-        self.conds.append(cond)
+        loose = isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.Or)
+        loose = loose or isinstance(node.test, (ast.IfExp, ast.NamedExpr, ast.Lambda))
+        self.conds.append(f"({cond})" if loose else cond)  # joined with " and " below
         for stmt in node.body:
             self.visit(stmt)
         self.conds[-1] = f"not ({cond})"

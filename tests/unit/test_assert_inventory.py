@@ -202,3 +202,21 @@ class TestDiff:
     def test_a_checkout_without_a_commit_is_exit_2(self, inv, tree, tmp_path, capsys):
         assert inv.main([str(tree), "--data", str(tmp_path / "a.json")]) == 2
         assert "pass --nemo-rl-ref" in capsys.readouterr().err
+
+
+def test_an_or_condition_keeps_its_parentheses_in_when(inv, tmp_path):
+    root = tmp_path / "nemo-rl"
+    _write(root, "examples/run_grpo.py", RUNNER)
+    _write(
+        root,
+        "nemo_rl/algorithms/grpo.py",
+        """
+        def setup(config):
+            if config["peft"]:
+                if "dim" not in config or config["dim"] is None:
+                    raise ValueError("dim must be set")
+        """,
+    )
+    tree = inv.Tree("NVIDIA-NeMo/RL", "nemo_rl", scope=SCOPE)
+    (site,) = [s for s in inv.scan(tree, root).sites if s.kind == "raise"]
+    assert site.when == "config['peft'] and ('dim' not in config or config['dim'] is None)"

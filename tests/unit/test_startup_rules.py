@@ -281,6 +281,26 @@ MUTATIONS: dict[str, list[tuple[list[str], str, str]]] = {
         )
     ],
     "policy-draft": [(["++policy.draft.enabled=true"], "policy.draft.enabled", "packing")],
+    "megatron-peft": [
+        (["++policy.megatron_cfg.peft.enabled=true"], "policy.megatron_cfg.peft.dim", "dim")
+    ],
+    "megatron-fp8-cfg": [
+        (
+            [
+                "policy.megatron_cfg.fp8_cfg.enabled=true",
+                "~policy.megatron_cfg.fp8_cfg.fp8_recipe",
+            ],
+            "policy.megatron_cfg.fp8_cfg",
+            "fp8_cfg enabled without fp8_recipe",
+        )
+    ],
+    "megatron-activation-offload": [
+        (
+            ["++policy.megatron_cfg.fine_grained_activation_offloading=true"],
+            "policy.megatron_cfg.offload_modules",
+            "offload_modules=None",
+        )
+    ],
     # sharding (DP = 16 / (TP 2 x CP 2) = 4)
     "batch-data-parallel": [
         (
@@ -441,6 +461,19 @@ MUTATIONS: dict[str, list[tuple[list[str], str, str]]] = {
             "is_vlm",
         )
     ],
+    "vllm-metrics-logger": [
+        (
+            ["policy.generation.vllm_cfg.vllm_metrics_logger_interval=0"],
+            "policy.generation.vllm_cfg.vllm_metrics_logger_interval",
+            "vllm_metrics_logger_interval=0",
+        ),
+        (
+            ["~policy.generation.vllm_cfg.vllm_metrics_logger_interval"],
+            "policy.generation.vllm_cfg.vllm_metrics_logger_interval",
+            "without vllm_metrics_logger_interval",
+        ),
+    ],
+    "data-train-split": [(["~data.train"], "data.train", "old format")],
     "sglang-non-colocated": [
         (["policy.generation.backend=sglang"], "policy.generation.colocated.enabled", "sglang")
     ],

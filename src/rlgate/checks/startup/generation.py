@@ -352,3 +352,28 @@ def sglang_non_colocated(cfg: Config) -> Iterator[Violation]:
     """SGLang generation on its own GPUs."""
     if cfg.backend == "sglang" and cfg.flag(f"{GEN}.colocated.enabled", True) is False:
         yield Violation(f"{GEN}.colocated.enabled", "backend sglang with colocated.enabled: false")
+
+
+@rule(
+    "vllm-metrics-logger",
+    Source(
+        "nemo_rl/models/generation/vllm/vllm_worker_async.py",
+        "VllmAsyncGenerationWorkerImpl._start_vllm_metrics_logger",
+        "vllm_metrics_logger_interval must be set in vllm_cfg",
+    ),
+    Source(
+        "nemo_rl/models/generation/vllm/vllm_worker_async.py",
+        "VllmAsyncGenerationWorkerImpl._start_vllm_metrics_logger",
+        "vllm_metrics_logger_interval must be a positive float",
+    ),
+)
+def metrics_logger(cfg: Config) -> Iterator[Violation]:
+    """The vLLM metrics logger (async engine) without a positive logger interval."""
+    if not (_vllm(cfg) and cfg.vllm_async_engine and cfg.on(f"{VCFG}.enable_vllm_metrics_logger")):
+        return
+    key = f"{VCFG}.vllm_metrics_logger_interval"
+    interval = cfg.num(key)
+    if not cfg.has(key):
+        yield Violation(key, "enable_vllm_metrics_logger without vllm_metrics_logger_interval")
+    elif interval is not None and interval <= 0:
+        yield Violation(key, f"vllm_metrics_logger_interval={interval:g}", source=1)

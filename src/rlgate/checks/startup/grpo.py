@@ -256,3 +256,14 @@ def advantage_estimator(cfg: Config) -> Iterator[Violation]:
     name = cfg.str("grpo.adv_estimator.name")
     if name is not None and name not in ESTIMATORS:
         yield Violation("grpo.adv_estimator.name", f"{name!r} (not {', '.join(ESTIMATORS)})")
+
+
+@rule(
+    "data-train-split",
+    Source("nemo_rl/data/utils.py", "setup_response_data", "The dataset config structure is"),
+)
+def train_split(cfg: Config) -> Iterator[Violation]:
+    """A data config without ``data.train`` (the format before NeMo RL #1649)."""
+    data = cfg.section("data")
+    if data is not None and "train" not in data:
+        yield Violation("data.train", "no data.train (the data config's old format)")

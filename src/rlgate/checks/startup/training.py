@@ -555,3 +555,51 @@ def yarn(cfg: Config) -> Iterator[Violation]:
             "policy.hf_config_overrides.rope_scaling",
             f"rope_type yarn without {', '.join(missing)}",
         )
+
+
+@rule(
+    "megatron-peft",
+    Source(MEGATRON_SETUP, "setup_model_and_optimizer", "dim must be set in peft_cfg", "raises"),
+    Source(MEGATRON_SETUP, "setup_model_and_optimizer", "alpha must be set in peft_cfg", "raises"),
+)
+def peft(cfg: Config) -> Iterator[Violation]:
+    """Megatron LoRA (``megatron_cfg.peft.enabled``) without its rank or alpha."""
+    if not (cfg.megatron and cfg.on(f"{MEGATRON}.peft.enabled")):
+        return
+    for i, name in enumerate(("dim", "alpha")):
+        if cfg.get(f"{MEGATRON}.peft.{name}") is None:
+            yield Violation(
+                f"{MEGATRON}.peft.{name}", f"peft enabled without peft.{name}", source=i
+            )
+
+
+@rule(
+    "megatron-fp8-cfg",
+    Source(MEGATRON_SETUP, "_apply_performance_config", "Missing key in fp8_cfg", "raises"),
+)
+def fp8_cfg(cfg: Config) -> Iterator[Violation]:
+    """Megatron fp8 training enabled without ``fp8``, ``fp8_recipe`` or ``fp8_param``."""
+    section = cfg.section(f"{MEGATRON}.fp8_cfg")
+    if not cfg.megatron or not section or section.get("enabled") is not True:
+        return
+    missing = [k for k in ("fp8", "fp8_recipe", "fp8_param") if k not in section]
+    if missing:
+        yield Violation(f"{MEGATRON}.fp8_cfg", f"fp8_cfg enabled without {', '.join(missing)}")
+
+
+@rule(
+    "megatron-activation-offload",
+    Source(MEGATRON_SETUP, "_apply_performance_config", "offload_modules must be a non-empty"),
+)
+def activation_offload(cfg: Config) -> Iterator[Violation]:
+    """Fine-grained activation offloading without the modules to offload."""
+    modules = cfg.get(f"{MEGATRON}.offload_modules")
+    if (
+        cfg.megatron
+        and cfg.on(f"{MEGATRON}.fine_grained_activation_offloading")
+        and not (isinstance(modules, list) and modules)
+    ):
+        yield Violation(
+            f"{MEGATRON}.offload_modules",
+            f"fine_grained_activation_offloading with offload_modules={modules!r}",
+        )

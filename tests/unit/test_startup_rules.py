@@ -76,6 +76,9 @@ def citation_problems(sources: list[tuple[str, Source]], sites: list[dict[str, A
             continue
         site = hits[0]
         cites.setdefault(code, set()).add(site["id"])
+        says = {"assert": "asserts", "raise": f"raises {site['test']}"}.get(site["kind"])
+        if says and not (src.says + " ").startswith(says + " "):
+            problems.append(f"{code}: {src.where} says {src.says!r}, the site {says!r}")
         if site["class"] not in ("config", "model") or code not in site["rules"]:
             problems.append(f"{code}: {src.where} site {site['id']} does not name the rule")
     schema = load_schema()

@@ -94,15 +94,27 @@ _UNSUPPORTED = (
 #: The inventoried NeMo RL sites (tools/assert_inventory.py) each rule of this module decides,
 #: as rlgate.checks.startup's rules cite theirs; tests/unit/test_startup_rules.py checks both.
 SOURCES: dict[str, tuple[Source, ...]] = {
-    "dynamo-inflight": (Source(_G, "setup", "in_flight_weight_updates must be false when"),),
+    "dynamo-inflight": (
+        Source(_G, "setup", "in_flight_weight_updates must be false when", "raises ValueError"),
+    ),
     "val-sampling": (
         Source(_G, "setup", "differing from the train sampling params is only supported"),
     ),
     "gym-val-top-k": (Source(_G, "setup", "generation.val_top_k is not supported"),),
     "value-range": (
         Source(_G, "setup", "grpo.val_num_generations_per_prompt must be >= 1"),
-        Source(_ROLLOUTS, "run_async_nemo_gym_rollout", "num_generations must be greater than"),
-        Source(_ROLLOUTS, "run_async_multi_turn_rollout_groups", "num_generations must be greater"),
+        Source(
+            _ROLLOUTS,
+            "run_async_nemo_gym_rollout",
+            "num_generations must be greater than",
+            "raises ValueError",
+        ),
+        Source(
+            _ROLLOUTS,
+            "run_async_multi_turn_rollout_groups",
+            "num_generations must be greater",
+            "raises ValueError",
+        ),
         Source(
             "nemo_rl/distributed/virtual_cluster.py",
             "RayVirtualCluster.__init__",
@@ -137,16 +149,28 @@ SOURCES: dict[str, tuple[Source, ...]] = {
         Source(_G, _ASYNC, "Importance sampling correction must be enabled for async GRPO"),
     ),
     "async-r3-data-plane": (
-        Source(_G, _ASYNC, "policy.router_replay.enabled=true with async GRPO"),
+        Source(
+            _G,
+            _ASYNC,
+            "policy.router_replay.enabled=true with async GRPO",
+            "raises NotImplementedError",
+        ),
     ),
     "async-colocated": (Source(_G, _ASYNC, "Colocated async GRPO is only supported"),),
     "async-unsupported": tuple(
-        Source(runner, "main", f"{name} is not supported with async GRPO")
+        Source(
+            runner, "main", f"{name} is not supported with async GRPO", "raises NotImplementedError"
+        )
         for runner in (_RUN_GYM, _RUN_GRPO)
         for name in _UNSUPPORTED
     ),
     "gym-max-val-samples": (
-        Source(_RUN_GYM, "main", "A non-null `grpo.max_val_samples` parameter is not supported"),
+        Source(
+            _RUN_GYM,
+            "main",
+            "A non-null `grpo.max_val_samples` parameter is not supported",
+            "raises ValueError",
+        ),
     ),
     "gym-top-k": (Source(_ROLLOUTS, "run_async_nemo_gym_rollout", "Top k is not supported"),),
     "gym-training-model": (
@@ -154,6 +178,7 @@ SOURCES: dict[str, tuple[Source, ...]] = {
             "nemo_rl/environments/nemo_gym.py",
             "NemoGym._postprocess_nemo_gym_to_nemo_rl_result",
             "NeMo Gym returned a result with no generation data",
+            "raises ValueError",
         ),
     ),
 }

@@ -208,10 +208,19 @@ TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse", "nixl", "nccl_reshard")
 
 @rule(
     "vllm-refit-transport",
-    Source(CONFIG, REFIT, "policy.generation.checkpoint_engine was replaced by", "raises"),
+    Source(
+        CONFIG, REFIT, "policy.generation.checkpoint_engine was replaced by", "raises ValueError"
+    ),
     Source(CONFIG, REFIT, "Unknown vLLM refit transport", "raises ValueError"),
-    Source(CONFIG, REFIT, "reset_encoder_cache_after_weight_update is not supported", "raises"),
-    Source(CONFIG, REFIT, "requires policy.generation.refit_cfg[{transport!r}]", "raises"),
+    Source(
+        CONFIG,
+        REFIT,
+        "reset_encoder_cache_after_weight_update is not supported",
+        "raises ValueError",
+    ),
+    Source(
+        CONFIG, REFIT, "requires policy.generation.refit_cfg[{transport!r}]", "raises ValueError"
+    ),
 )
 def refit_transport(cfg: Config) -> Iterator[Violation]:
     """The refit transport: the removed checkpoint_engine, an unknown name, what it lacks."""

@@ -188,8 +188,18 @@ def fp8_kv_cache(cfg: Config) -> Iterator[Violation]:
 
 @rule(
     "grpo-multimodal-dedup",
-    Source(GRPO, "_validate_multimodal_dedup_capability", "qualified only with policy.generation"),
-    Source(GRPO, "_validate_multimodal_dedup_capability", "only when data_plane.enabled=false"),
+    Source(
+        GRPO,
+        "_validate_multimodal_dedup_capability",
+        "qualified only with policy.generation",
+        "raises NotImplementedError",
+    ),
+    Source(
+        GRPO,
+        "_validate_multimodal_dedup_capability",
+        "only when data_plane.enabled=false",
+        "raises NotImplementedError",
+    ),
 )
 def multimodal_dedup(cfg: Config) -> Iterator[Violation]:
     """Multimodal de-duplication with another backend than vLLM, or with the data plane."""

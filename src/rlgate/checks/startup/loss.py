@@ -93,7 +93,10 @@ TIS_TYPES = ("tis", "icepop", "seq-mask-tis")
     Source(LOSS, INIT, "truncated_importance_sampling_ratio_min should be set when"),
     Source(LOSS, INIT, "seq-mask-tis uses token-level IS correction with sequence-level"),
     Source(
-        LOSS, "ClippedPGLossFn.__call__", "Invalid truncated importance sampling type", "raises"
+        LOSS,
+        "ClippedPGLossFn.__call__",
+        "Invalid truncated importance sampling type",
+        "raises ValueError",
     ),
 )
 def tis_settings(cfg: Config) -> Iterator[Violation]:
@@ -188,7 +191,10 @@ def kl_in_reward(cfg: Config) -> Iterator[Violation]:
         )
 
 
-@rule("loss-kl-type", Source("nemo_rl/algorithms/utils.py", "calculate_kl", "Invalid KL type"))
+@rule(
+    "loss-kl-type",
+    Source("nemo_rl/algorithms/utils.py", "calculate_kl", "Invalid KL type", "raises ValueError"),
+)
 def kl_type(cfg: Config) -> Iterator[Violation]:
     """A KL estimator other than k1, k2 or k3 (every step computes the KL metrics with it)."""
     value = cfg.str("loss_fn.reference_policy_kl_type")

@@ -42,7 +42,12 @@ def both_backends(cfg: Config) -> Iterator[Violation]:
 
 @rule(
     "backend-none",
-    Source(POLICY, "Policy.__init__", "Please either set policy.megatron_cfg.enabled", "raises"),
+    Source(
+        POLICY,
+        "Policy.__init__",
+        "Please either set policy.megatron_cfg.enabled",
+        "raises ValueError",
+    ),
 )
 def no_backend(cfg: Config) -> Iterator[Violation]:
     """Neither training backend enabled."""
@@ -57,8 +62,15 @@ def no_backend(cfg: Config) -> Iterator[Violation]:
 
 @rule(
     "parallel-world",
-    Source(POLICY, "Policy.__init__", "actual_world_size < model_parallel_size", "raises"),
-    Source(POLICY, "Policy.__init__", "actual_world_size % model_parallel_size != 0", "raises"),
+    Source(
+        POLICY, "Policy.__init__", "actual_world_size < model_parallel_size", "raises ValueError"
+    ),
+    Source(
+        POLICY,
+        "Policy.__init__",
+        "actual_world_size % model_parallel_size != 0",
+        "raises ValueError",
+    ),
 )
 def parallel_world(cfg: Config) -> Iterator[Violation]:
     """TP x PP x CP larger than, or not dividing, the training world."""
@@ -235,13 +247,29 @@ OPTIMIZER = f"{MEGATRON}.optimizer"
 
 @rule(
     "optimizer-cpu-offload",
-    Source(MEGATRON_SETUP, "_validate_optimizer_config", "requires 0 < optimizer_offload_fraction"),
-    Source(MEGATRON_SETUP, "_validate_optimizer_config", "requires use_distributed_optimizer"),
-    Source(MEGATRON_SETUP, "_validate_optimizer_config", "requires optimizer to be adam or sgd"),
+    Source(
+        MEGATRON_SETUP,
+        "_validate_optimizer_config",
+        "requires 0 < optimizer_offload_fraction",
+        "raises ValueError",
+    ),
+    Source(
+        MEGATRON_SETUP,
+        "_validate_optimizer_config",
+        "requires use_distributed_optimizer",
+        "raises ValueError",
+    ),
+    Source(
+        MEGATRON_SETUP,
+        "_validate_optimizer_config",
+        "requires optimizer to be adam or sgd",
+        "raises ValueError",
+    ),
     Source(
         MEGATRON_SETUP,
         "_validate_optimizer_config",
         "overlap_cpu_optimizer_d2h_h2d=True requires optimizer_cpu_offload=True",
+        "raises ValueError",
     ),
 )
 def optimizer_offload(cfg: Config) -> Iterator[Violation]:
@@ -300,7 +328,12 @@ def moe_tp_sp(cfg: Config) -> Iterator[Violation]:
 
 @rule(
     "megatron-inference-optimized-sp",
-    Source(MEGATRON_SETUP, "validate_and_set_config", "requires sequence parallelism", "raises"),
+    Source(
+        MEGATRON_SETUP,
+        "validate_and_set_config",
+        "requires sequence parallelism",
+        "raises ValueError",
+    ),
 )
 def inference_optimized_sp(cfg: Config) -> Iterator[Violation]:
     """``transformer_impl: inference_optimized`` with TP > 1 and no sequence parallelism."""
@@ -335,7 +368,12 @@ def megatron_reward_model(cfg: Config) -> Iterator[Violation]:
 
 @rule(
     "megatron-recompute-granularity",
-    Source(MEGATRON_SETUP, "_apply_performance_config", "Invalid recompute_granularity", "raises"),
+    Source(
+        MEGATRON_SETUP,
+        "_apply_performance_config",
+        "Invalid recompute_granularity",
+        "raises ValueError",
+    ),
 )
 def recompute_granularity(cfg: Config) -> Iterator[Violation]:
     """Activation checkpointing with a granularity other than full or selective."""
@@ -358,7 +396,12 @@ ATTENTION_BACKENDS = ("flash", "fused", "unfused", "local", "auto")
 
 @rule(
     "megatron-attention-backend",
-    Source(MEGATRON_SETUP, "_apply_performance_config", "Invalid attention backend", "raises"),
+    Source(
+        MEGATRON_SETUP,
+        "_apply_performance_config",
+        "Invalid attention backend",
+        "raises ValueError",
+    ),
 )
 def attention_backend(cfg: Config) -> Iterator[Violation]:
     """An attention backend Megatron-core's ``AttnBackend`` does not have."""
@@ -445,7 +488,9 @@ PRECISIONS = ("float32", "bfloat16", "float16")
 
 @rule(
     "policy-precision",
-    Source(DTENSOR_V1, "DTensorPolicyWorkerImpl.__init__", "Unknown precision", "raises"),
+    Source(
+        DTENSOR_V1, "DTensorPolicyWorkerImpl.__init__", "Unknown precision", "raises ValueError"
+    ),
 )
 def precision(cfg: Config) -> Iterator[Violation]:
     """A training precision other than float32, bfloat16 or float16 (DTensor V1)."""
@@ -486,8 +531,18 @@ def optimizer_precision(cfg: Config) -> Iterator[Violation]:
 
 @rule(
     "policy-draft",
-    Source(POLICY, "Policy.__init__", "policy.draft.enabled=true is only supported with the Meg"),
-    Source(POLICY, "Policy.__init__", "policy.draft.enabled=true does not support sequence pack"),
+    Source(
+        POLICY,
+        "Policy.__init__",
+        "policy.draft.enabled=true is only supported with the Meg",
+        "raises ValueError",
+    ),
+    Source(
+        POLICY,
+        "Policy.__init__",
+        "policy.draft.enabled=true does not support sequence pack",
+        "raises ValueError",
+    ),
 )
 def draft(cfg: Config) -> Iterator[Violation]:
     """A draft model without Megatron, or with sequence packing."""
@@ -559,8 +614,18 @@ def yarn(cfg: Config) -> Iterator[Violation]:
 
 @rule(
     "megatron-peft",
-    Source(MEGATRON_SETUP, "setup_model_and_optimizer", "dim must be set in peft_cfg", "raises"),
-    Source(MEGATRON_SETUP, "setup_model_and_optimizer", "alpha must be set in peft_cfg", "raises"),
+    Source(
+        MEGATRON_SETUP,
+        "setup_model_and_optimizer",
+        "dim must be set in peft_cfg",
+        "raises ValueError",
+    ),
+    Source(
+        MEGATRON_SETUP,
+        "setup_model_and_optimizer",
+        "alpha must be set in peft_cfg",
+        "raises ValueError",
+    ),
 )
 def peft(cfg: Config) -> Iterator[Violation]:
     """Megatron LoRA (``megatron_cfg.peft.enabled``) without its rank or alpha."""
@@ -575,7 +640,9 @@ def peft(cfg: Config) -> Iterator[Violation]:
 
 @rule(
     "megatron-fp8-cfg",
-    Source(MEGATRON_SETUP, "_apply_performance_config", "Missing key in fp8_cfg", "raises"),
+    Source(
+        MEGATRON_SETUP, "_apply_performance_config", "Missing key in fp8_cfg", "raises KeyError"
+    ),
 )
 def fp8_cfg(cfg: Config) -> Iterator[Violation]:
     """Megatron fp8 training enabled without ``fp8``, ``fp8_recipe`` or ``fp8_param``."""
@@ -589,7 +656,12 @@ def fp8_cfg(cfg: Config) -> Iterator[Violation]:
 
 @rule(
     "megatron-activation-offload",
-    Source(MEGATRON_SETUP, "_apply_performance_config", "offload_modules must be a non-empty"),
+    Source(
+        MEGATRON_SETUP,
+        "_apply_performance_config",
+        "offload_modules must be a non-empty",
+        "raises ValueError",
+    ),
 )
 def activation_offload(cfg: Config) -> Iterator[Violation]:
     """Fine-grained activation offloading without the modules to offload."""

@@ -45,6 +45,18 @@ KNOWN_UPSTREAM = {
     "examples/nemo_gym/gdpo_multireward.yaml": {"unknown-parser"},
     "examples/nemo_gym/gdpo_example_tool_call_multireward.yaml": {"unknown-parser"},
 }
+# The Nemotron 3 Ultra GRPO configs give cluster.num_nodes as the whole Slurm allocation,
+# Gym's GPU nodes included (student: 256 = 64 training + 172 vLLM + 20 Gym, "read by
+# ultra_launch.sh to size the SLURM allocation"). NeMo RL counts cluster.num_nodes as training
+# + generation only (grpo.py::setup: train_nodes = num_nodes - generation num_nodes; Gym's
+# env.nemo_gym.num_gpu_nodes are extra Ray nodes, ray.sub: "cluster.num_nodes, plus
+# env.nemo_gym.num_gpu_nodes"), so as published they train on 84 nodes (336 GPUs; the
+# reasoning teacher 70 nodes, 280 GPUs), which TP 8 x CP 8 = 64 and EP x ETP do not divide:
+# Policy.__init__ raises. ultra_launch.sh overrides cluster.num_nodes=NUM_TRAIN + NUM_GEN.
+KNOWN_UPSTREAM |= {
+    f"examples/nemo_gym/nemotron-3-ultra/{name}.yaml": {"parallel-world", "megatron-expert-world"}
+    for name in ("student_rlvr1", "student_rlvr2", "reasoning_teacher")
+}
 
 
 def published_configs(root: Path) -> list[Path]:

@@ -31,6 +31,8 @@ policy:
   train_global_batch_size: 16
   train_micro_batch_size: 2
   max_total_sequence_length: 1024
+  dtensor_cfg:
+    enabled: true
   generation:
     backend: vllm
     temperature: 1.0

@@ -1,6 +1,7 @@
 """``rlgate recipe check``: every rule on a config, with ran / skipped / not-applicable status.
 
-The rules are :mod:`rlgate.checks.recipe_rules` (config only) and
+The rules are :mod:`rlgate.checks.recipe_rules` (config only), the registry of NeMo RL's
+start-up asserts :mod:`rlgate.checks.startup` (config only, one check per area) and
 :mod:`rlgate.checks.served` (on the served chat path); this module runs them in order and
 builds the :class:`CompatReport`.
 
@@ -57,6 +58,7 @@ from rlgate.checks.served import (
     check_thinking,
     check_tool_call_in_reasoning,
 )
+from rlgate.checks.startup import AREAS, check_area
 from rlgate.core.errors import ExitCode
 from rlgate.recipe.findings import Finding, Severity
 from rlgate.recipe.load import Recipe, require_grpo
@@ -167,6 +169,8 @@ CONFIG_CHECKS: tuple[tuple[str, Callable[[Recipe], list[Finding]]], ...] = (
     ("batch-size", check_batch),
     ("topology", check_topology),
     ("lengths", check_lengths),
+    # NeMo RL's start-up asserts, one check per area (rlgate.checks.startup)
+    *((area, check_area(area)) for area in AREAS),
     ("gym", check_gym),
 )
 

@@ -15,6 +15,7 @@ import difflib
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from rlgate.checks.startup import Source
 from rlgate.core.errors import RecipeError
 from rlgate.core.text import one_line
 from rlgate.recipe.findings import Finding, Severity
@@ -26,6 +27,7 @@ from rlgate.serving.setup import (
 from rlgate.serving.templates import SERVING_KWARGS
 
 __all__ = [
+    "SOURCES",
     "CheckSkipped",
     "chat_server_not_applicable",
     "check_async",
@@ -74,6 +76,113 @@ CHAT_SERVER = (
 
 
 SHARD = "nemo_rl/distributed/batched_data_dict.py::BatchedDataDict.shard_by_batch_size"
+
+
+_G, _RUN_GYM, _RUN_GRPO = (
+    "nemo_rl/algorithms/grpo.py",
+    "examples/nemo_gym/run_grpo_nemo_gym.py",
+    "examples/run_grpo.py",
+)
+_ROLLOUTS, _ASYNC = "nemo_rl/experience/rollouts.py", "async_grpo_train"
+_UNSUPPORTED = (
+    "use_dynamic_sampling",
+    "reward_scaling",
+    "reward_shaping",
+    "use_multiple_dataloader",
+)
+
+#: The inventoried NeMo RL sites (tools/assert_inventory.py) each rule of this module decides,
+#: as rlgate.checks.startup's rules cite theirs; tests/unit/test_startup_rules.py checks both.
+SOURCES: dict[str, tuple[Source, ...]] = {
+    "dynamo-inflight": (
+        Source(_G, "setup", "in_flight_weight_updates must be false when", "raises ValueError"),
+    ),
+    "val-sampling": (
+        Source(_G, "setup", "differing from the train sampling params is only supported"),
+    ),
+    "gym-val-top-k": (Source(_G, "setup", "generation.val_top_k is not supported"),),
+    "value-range": (
+        Source(_G, "setup", "grpo.val_num_generations_per_prompt must be >= 1"),
+        Source(
+            _ROLLOUTS,
+            "run_async_nemo_gym_rollout",
+            "num_generations must be greater than",
+            "raises ValueError",
+        ),
+        Source(
+            _ROLLOUTS,
+            "run_async_multi_turn_rollout_groups",
+            "num_generations must be greater",
+            "raises ValueError",
+        ),
+        Source(
+            "nemo_rl/distributed/virtual_cluster.py",
+            "RayVirtualCluster.__init__",
+            "num_gpus_per_node must be greater than 0",
+        ),
+    ),
+    "batch-size-on-policy": (
+        Source(_G, "setup", "force_on_policy_ratio requires train_global_batch_size =="),
+    ),
+    "batch-size-multiple": (
+        Source(
+            "nemo_rl/distributed/batched_data_dict.py",
+            "BatchedDataDict.shard_by_batch_size",
+            "is not a multiple of batch_size ({batch_size})",
+        ),
+    ),
+    "topology-policy-nodes": (Source(_G, "setup", "policy_nodes must be > 0, but got"),),
+    "topology-policy-gpus": (Source(_G, "setup", "must be > 0 when cluster.num_nodes = 1"),),
+    "topology-generation-gpus": (Source(_G, "setup", "must be explicitly set to a value > 0"),),
+    "topology-single-node": (Source(_G, "setup", "must be 1 or set to null"),),
+    "topology-train-gpus": (Source(_G, "setup", "No enough GPUs for training"),),
+    "topology-generation-nodes": (
+        Source(_G, "setup", "must be > 0 when cluster.num_nodes > 1"),
+        Source(_G, "setup", "Non-colocated mode requires train_nodes > 0"),
+    ),
+    "topology-gpus-per-node": (
+        Source(_G, "setup", "must be explicitly set and equal to cluster.gpus_per_node"),
+    ),
+    "async-backend": (Source(_G, _ASYNC, "Async GRPO supports the vLLM, Megatron"),),
+    "async-engine": (Source(_G, _ASYNC, "Async GRPO requires Dynamo, Megatron, or an async"),),
+    "async-importance-sampling": (
+        Source(_G, _ASYNC, "Importance sampling correction must be enabled for async GRPO"),
+    ),
+    "async-r3-data-plane": (
+        Source(
+            _G,
+            _ASYNC,
+            "policy.router_replay.enabled=true with async GRPO",
+            "raises NotImplementedError",
+        ),
+    ),
+    "async-colocated": (Source(_G, _ASYNC, "Colocated async GRPO is only supported"),),
+    "async-unsupported": tuple(
+        Source(
+            runner, "main", f"{name} is not supported with async GRPO", "raises NotImplementedError"
+        )
+        for runner in (_RUN_GYM, _RUN_GRPO)
+        for name in _UNSUPPORTED
+    ),
+    "gym-max-val-samples": (
+        Source(
+            _RUN_GYM,
+            "main",
+            "A non-null `grpo.max_val_samples` parameter is not supported",
+            "raises ValueError",
+        ),
+    ),
+    "gym-top-k": (Source(_ROLLOUTS, "run_async_nemo_gym_rollout", "Top k is not supported"),),
+    "gym-training-model": (
+        Source(
+            "nemo_rl/environments/nemo_gym.py",
+            "NemoGym._postprocess_nemo_gym_to_nemo_rl_result",
+            "NeMo Gym returned a result with no generation data",
+            "raises ValueError",
+        ),
+    ),
+}
+SOURCES["gym-token-ids"] = SOURCES["gym-training-model"]
 
 
 def _int(cfg: dict[str, Any], key: str) -> int | None:

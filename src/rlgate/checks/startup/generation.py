@@ -1,0 +1,388 @@
+"""Generation: vLLM's engine topology and arguments, refit transports, async engines, Gym's server.
+
+``VllmGeneration.__init__`` (``vllm_generation.py``) checks the engine's parallelism against
+the generation cluster and the sampling parameters before any worker starts; the worker
+builds vLLM's engine arguments from ``vllm_cfg`` and ``vllm_kwargs`` (``vllm_worker.py``),
+and vLLM validates them (``CacheConfig``) and every request's sampling (``SamplingParams``).
+The NeMo Gym entry point forces ``vllm_cfg.async_engine`` and ``expose_http_server`` on
+(``setup_nemo_gym_config``), so the rules read the async engine as the run sees it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from rlgate.checks.startup import VLLM, Config, Source, Violation, rule
+
+VLLM_GEN = "nemo_rl/models/generation/vllm/vllm_generation.py"
+INIT = "VllmGeneration.__init__"
+VCFG = "policy.generation.vllm_cfg"
+GEN = "policy.generation"
+
+
+def _vllm(cfg: Config) -> bool:
+    return cfg.backend == "vllm"
+
+
+def _sizes(cfg: Config) -> tuple[int, int, int] | None:
+    tp, pp = cfg.int(f"{VCFG}.tensor_parallel_size"), cfg.int(f"{VCFG}.pipeline_parallel_size")
+    ep = cfg.int(f"{VCFG}.expert_parallel_size")
+    if tp is None or pp is None or ep is None or min(tp, pp, ep) < 1:
+        return None
+    return tp, pp, ep
+
+
+@rule("vllm-world", Source(VLLM_GEN, INIT, "cluster.world_size() % self.model_parallel_size"))
+def vllm_world(cfg: Config) -> Iterator[Violation]:
+    """The vLLM engine's TP x PP not dividing the generation cluster."""
+    world, sizes = cfg.inference_world(), _sizes(cfg)
+    if not _vllm(cfg) or world is None or sizes is None:
+        return
+    tp, pp, _ = sizes
+    if world % (tp * pp):
+        yield Violation(
+            f"{VCFG}.tensor_parallel_size",
+            f"vLLM TP {tp} x PP {pp} = {tp * pp} does not divide the {world} generation GPUs",
+        )
+
+
+@rule("vllm-pp-async-engine", Source(VLLM_GEN, INIT, "When pipeline_parallel_size > 1"))
+def vllm_pp_engine(cfg: Config) -> Iterator[Violation]:
+    """The vLLM engine's pipeline parallelism without the async engine."""
+    sizes = _sizes(cfg)
+    if _vllm(cfg) and sizes is not None and sizes[1] > 1 and not cfg.vllm_async_engine:
+        yield Violation(
+            f"{VCFG}.async_engine", f"pipeline_parallel_size={sizes[1]} without async_engine"
+        )
+
+
+@rule(
+    "vllm-expert-parallel",
+    Source(VLLM_GEN, INIT, "When EP > 1, EP must be a multiple of TP"),
+    Source(VLLM_GEN, INIT, "vLLM async_engine has some issues when using DP inside vLLM"),
+)
+def vllm_expert_parallel(cfg: Config) -> Iterator[Violation]:
+    """The vLLM engine's EP not a multiple of TP, or EP != TP (DP in vLLM) with async engine."""
+    sizes = _sizes(cfg)
+    if not _vllm(cfg) or sizes is None or sizes[2] <= 1:
+        return
+    tp, _, ep = sizes
+    key = f"{VCFG}.expert_parallel_size"
+    if ep % tp:
+        yield Violation(key, f"expert_parallel_size {ep} is not a multiple of TP {tp}")
+    elif ep != tp and cfg.vllm_async_engine:
+        forced = " (forced on by the NeMo Gym entry point)" if cfg.gym else ""
+        yield Violation(
+            key,
+            f"expert_parallel_size {ep} != TP {tp} (DP {ep // tp} inside vLLM) with "
+            f"async_engine{forced}",
+            source=1,
+        )
+
+
+@rule(
+    "vllm-sampling",
+    Source(VLLM_GEN, INIT, "top_k valid values", "raises ValueError"),
+    Source(VLLM_GEN, INIT, "top_p valid values", "raises ValueError"),
+    Source(
+        "vllm/sampling_params.py",
+        "SamplingParams._verify_args",
+        "temperature must be in [0, 2]",
+        "raises VLLMValidationError",
+        VLLM,
+    ),
+    Source(
+        "vllm/sampling_params.py",
+        "SamplingParams._verify_args",
+        "temperature must be non-negative",
+        "raises VLLMValidationError",
+        VLLM,
+    ),
+    Source(
+        "vllm/sampling_params.py",
+        "SamplingParams._verify_args",
+        "temperature must be a finite number",
+        "raises VLLMValidationError",
+        VLLM,
+    ),
+    Source(
+        "vllm/sampling_params.py",
+        "SamplingParams._verify_args",
+        "stop cannot contain an empty string",
+        "raises ValueError",
+        VLLM,
+    ),
+)
+def vllm_sampling(cfg: Config) -> Iterator[Violation]:
+    """Sampling vLLM refuses: top_k < 1 (not -1), top_p not in (0, 1], temperature not in [0, 2]."""
+    if not _vllm(cfg):
+        return
+    top_k = cfg.get(f"{GEN}.top_k")
+    if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k != -1 and top_k < 1:
+        yield Violation(f"{GEN}.top_k", f"top_k={top_k} (None or -1: no filtering; >= 1)")
+    top_p = cfg.num(f"{GEN}.top_p")
+    if top_p is not None and not 0 < top_p <= 1:
+        yield Violation(f"{GEN}.top_p", f"top_p={top_p:g} (must be in (0, 1])", source=1)
+    for key in (f"{GEN}.temperature", f"{GEN}.val_temperature"):
+        value = cfg.num(key)
+        if value is not None and not math.isfinite(value):
+            yield Violation(key, f"{key.rpartition('.')[2]}={value} (vLLM: finite)", source=4)
+        elif value is not None and value > 2:
+            yield Violation(key, f"{key.rpartition('.')[2]}={value:g} (vLLM: [0, 2])", source=2)
+        elif value is not None and value < 0:
+            yield Violation(key, f"{key.rpartition('.')[2]}={value:g} (vLLM: [0, 2])", source=3)
+    stops = cfg.get(f"{GEN}.stop_strings")
+    if not cfg.gym and isinstance(stops, list) and "" in stops:  # Gym drops stop strings
+        yield Violation(f"{GEN}.stop_strings", "stop_strings holds an empty string", source=5)
+
+
+@rule(
+    "vllm-gpu-memory-utilization",
+    Source(
+        "vllm/config/cache.py",
+        "CacheConfig",
+        "gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)",
+        "declares",
+        VLLM,
+    ),
+)
+def gpu_memory(cfg: Config) -> Iterator[Violation]:
+    """``gpu_memory_utilization`` outside (0, 1]: vLLM's engine arguments fail to validate."""
+    value = cfg.num(f"{VCFG}.gpu_memory_utilization")
+    if _vllm(cfg) and value is not None and not 0 < value <= 1:
+        yield Violation(
+            f"{VCFG}.gpu_memory_utilization", f"gpu_memory_utilization={value:g} (not in (0, 1])"
+        )
+
+
+# The engine arguments BaseVllmGenerationWorker._load_model passes itself, before
+# **vllm_kwargs (tests/functional/test_nemo_rl_configs.py checks the list at the pinned commit).
+ENGINE_ARGUMENTS = (
+    "model",
+    "served_model_name",
+    "load_format",
+    "skip_tokenizer_init",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "enable_expert_parallel",
+    "gpu_memory_utilization",
+    "enable_prefix_caching",
+    "dtype",
+    "seed",
+    "enforce_eager",
+    "max_model_len",
+    "trust_remote_code",
+    "worker_extension_cls",
+    "enable_sleep_mode",
+    "disable_log_stats",
+)
+
+
+@rule(
+    "vllm-kwargs-duplicate",
+    Source(
+        "nemo_rl/models/generation/vllm/vllm_worker.py",
+        "BaseVllmGenerationWorker._load_model",
+        "disable_log_stats=False, **vllm_kwargs)",
+        "raises TypeError (a keyword given twice) at",
+    ),
+)
+def vllm_kwargs_duplicate(cfg: Config) -> Iterator[Violation]:
+    """A ``vllm_kwargs`` key that NeMo RL already passes to vLLM from ``vllm_cfg``."""
+    kwargs = cfg.section(f"{GEN}.vllm_kwargs")
+    if not _vllm(cfg) or not kwargs:
+        return
+    for key in sorted(k for k in kwargs if k in ENGINE_ARGUMENTS):
+        where = f" (set from {VCFG}.{key})" if cfg.has(f"{VCFG}.{key}") else ""
+        yield Violation(
+            f"{GEN}.vllm_kwargs.{key}",
+            f"vllm_kwargs.{key}: NeMo RL passes {key} to vLLM itself{where}",
+        )
+
+
+CONFIG = "nemo_rl/models/generation/vllm/config.py"
+REFIT = "normalize_vllm_refit_config"
+TRANSPORTS = ("vllm_s3_sparse", "vllm_zmq_sparse", "nixl", "nccl_reshard")
+
+
+@rule(
+    "vllm-refit-transport",
+    Source(
+        CONFIG, REFIT, "policy.generation.checkpoint_engine was replaced by", "raises ValueError"
+    ),
+    Source(CONFIG, REFIT, "Unknown vLLM refit transport", "raises ValueError"),
+    Source(
+        CONFIG,
+        REFIT,
+        "reset_encoder_cache_after_weight_update is not supported",
+        "raises ValueError",
+    ),
+    Source(
+        CONFIG, REFIT, "requires policy.generation.refit_cfg[{transport!r}]", "raises ValueError"
+    ),
+)
+def refit_transport(cfg: Config) -> Iterator[Violation]:
+    """The refit transport: the removed checkpoint_engine, an unknown name, what it lacks."""
+    if not _vllm(cfg):
+        return
+    if cfg.get(f"{GEN}.checkpoint_engine") is not None:
+        yield Violation(
+            f"{GEN}.checkpoint_engine",
+            "policy.generation.checkpoint_engine is set (replaced by refit_transport: nixl "
+            "and refit_cfg.nixl)",
+        )
+    transport = cfg.str(f"{GEN}.refit_transport")
+    if transport is None or transport == "nccl_reshard":
+        return
+    if transport not in TRANSPORTS and ":" not in transport:
+        yield Violation(
+            f"{GEN}.refit_transport",
+            f"refit_transport {transport!r} (null, {', '.join(TRANSPORTS)} or a "
+            "'module:ClassName' checkpoint engine)",
+            source=1,
+        )
+        return
+    if cfg.on(f"{VCFG}.reset_encoder_cache_after_weight_update"):
+        yield Violation(
+            f"{VCFG}.reset_encoder_cache_after_weight_update",
+            f"reset_encoder_cache_after_weight_update with refit_transport {transport!r}",
+            source=2,
+        )
+    refit_cfg = cfg.section(f"{GEN}.refit_cfg") or {}
+    if ":" in transport and refit_cfg.get(transport) is None:
+        yield Violation(
+            f"{GEN}.refit_cfg",
+            f"checkpoint-engine transport {transport!r} without refit_cfg[{transport!r}]",
+            source=3,
+        )
+
+
+@rule(
+    "refit-transport-backend",
+    Source(
+        "nemo_rl/algorithms/grpo.py",
+        "setup",
+        "Non-default refit transports are only supported for the vLLM",
+        "raises NotImplementedError",
+    ),
+)
+def refit_backend(cfg: Config) -> Iterator[Violation]:
+    """A refit transport with a generation backend other than vLLM."""
+    transport, backend = cfg.get(f"{GEN}.refit_transport"), cfg.backend
+    if transport is not None and backend is not None and backend != "vllm":
+        yield Violation(
+            f"{GEN}.refit_transport", f"refit_transport {transport!r} with backend {backend!r}"
+        )
+
+
+INTERFACES = "nemo_rl/models/generation/interfaces.py"
+
+
+@rule(
+    "async-engine-setting",
+    Source(INTERFACES, "should_use_async_rollouts", "TRT-LLM backend requires trtllm_cfg.async"),
+    Source(INTERFACES, "should_use_async_rollouts", "policy.generation.mcore_generation_config"),
+)
+def async_engine_setting(cfg: Config) -> Iterator[Violation]:
+    """TRT-LLM without its async engine; Megatron generation with the removed async_engine key."""
+    if cfg.backend == "trtllm" and not cfg.on(f"{GEN}.trtllm_cfg.async_engine"):
+        yield Violation(
+            f"{GEN}.trtllm_cfg.async_engine", "backend trtllm without trtllm_cfg.async_engine"
+        )
+    key = f"{GEN}.mcore_generation_config.async_engine"
+    if cfg.backend == "megatron" and cfg.get(key) is not None:
+        yield Violation(key, f"mcore_generation_config.async_engine={cfg.get(key)!r}", source=1)
+
+
+@rule(
+    "gym-http-server",
+    Source(
+        "nemo_rl/environments/nemo_gym.py",
+        "should_use_nemo_gym",
+        "you must expose the generation server via `expose_http_server: true`",
+    ),
+)
+def gym_server(cfg: Config) -> Iterator[Violation]:
+    """NeMo Gym with a generation backend whose HTTP server is not exposed.
+
+    The Gym entry point sets ``vllm_cfg.expose_http_server`` itself (the vllm and dynamo
+    backends); megatron and trtllm read their own section; sglang has none.
+    """
+    if not cfg.gym:
+        return
+    own = {"megatron": "mcore_generation_config", "trtllm": "trtllm_cfg"}
+    backend = cfg.backend
+    if backend in own and not cfg.on(f"{GEN}.{own[backend]}.expose_http_server"):
+        yield Violation(
+            f"{GEN}.{own[backend]}.expose_http_server",
+            f"NeMo Gym with backend {backend!r} and no {own[backend]}.expose_http_server",
+        )
+    elif backend == "sglang":
+        yield Violation(f"{GEN}.backend", "NeMo Gym with backend 'sglang' (no HTTP server)")
+
+
+@rule(
+    "generation-config",
+    Source("examples/run_grpo.py", "main", "A generation config is required for GRPO"),
+    Source("examples/nemo_gym/run_grpo_nemo_gym.py", "main", "A generation config is required"),
+    Source("nemo_rl/algorithms/grpo.py", "setup", "A generation config in the PolicyConfig"),
+)
+def generation_config(cfg: Config) -> Iterator[Violation]:
+    """``policy.generation`` null."""
+    if cfg.has(GEN) and cfg.get(GEN) is None:
+        yield Violation(GEN, "policy.generation is null", source=1 if cfg.gym else 0)
+
+
+@rule(
+    "vlm-skip-tokenizer-init",
+    Source(
+        "examples/nemo_gym/run_grpo_nemo_gym.py",
+        "main",
+        "VLMs require tokenizer to be initialized before generation",
+    ),
+)
+def vlm_tokenizer(cfg: Config) -> Iterator[Violation]:
+    """A VLM with vLLM's tokenizer initialisation skipped (NeMo Gym entry point)."""
+    if cfg.gym and cfg.on("policy.is_vlm") and cfg.on(f"{VCFG}.skip_tokenizer_init"):
+        yield Violation(f"{VCFG}.skip_tokenizer_init", "policy.is_vlm with skip_tokenizer_init")
+
+
+@rule(
+    "sglang-non-colocated",
+    Source(
+        "nemo_rl/algorithms/grpo.py",
+        "refit_policy_generation",
+        "SGLang haven't implemented non-colocated inference mode",
+        "raises NotImplementedError at the first refit:",
+    ),
+)
+def sglang_non_colocated(cfg: Config) -> Iterator[Violation]:
+    """SGLang generation on its own GPUs."""
+    if cfg.backend == "sglang" and cfg.flag(f"{GEN}.colocated.enabled", True) is False:
+        yield Violation(f"{GEN}.colocated.enabled", "backend sglang with colocated.enabled: false")
+
+
+@rule(
+    "vllm-metrics-logger",
+    Source(
+        "nemo_rl/models/generation/vllm/vllm_worker_async.py",
+        "VllmAsyncGenerationWorkerImpl._start_vllm_metrics_logger",
+        "vllm_metrics_logger_interval must be set in vllm_cfg",
+    ),
+    Source(
+        "nemo_rl/models/generation/vllm/vllm_worker_async.py",
+        "VllmAsyncGenerationWorkerImpl._start_vllm_metrics_logger",
+        "vllm_metrics_logger_interval must be a positive float",
+    ),
+)
+def metrics_logger(cfg: Config) -> Iterator[Violation]:
+    """The vLLM metrics logger (async engine) without a positive logger interval."""
+    if not (_vllm(cfg) and cfg.vllm_async_engine and cfg.on(f"{VCFG}.enable_vllm_metrics_logger")):
+        return
+    key = f"{VCFG}.vllm_metrics_logger_interval"
+    interval = cfg.num(key)
+    if not cfg.has(key):
+        yield Violation(key, "enable_vllm_metrics_logger without vllm_metrics_logger_interval")
+    elif interval is not None and interval <= 0:
+        yield Violation(key, f"vllm_metrics_logger_interval={interval:g}", source=1)

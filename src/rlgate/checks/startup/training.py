@@ -1,0 +1,677 @@
+"""Training backend: which one, its parallelism against the training world, batching modes.
+
+``Policy.__init__`` (``lm_policy.py``) picks the backend and checks TP x PP x CP against the
+training cluster; Megatron's set-up (``megatron/setup.py``) and Megatron-core check the rest
+when the model is built; the DTensor V1 worker checks its context parallelism.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rlgate.checks.startup import MEGATRON_LM, Config, Source, Violation, rule
+
+POLICY = "nemo_rl/models/policy/lm_policy.py"
+MEGATRON_SETUP = "nemo_rl/models/megatron/setup.py"
+GRPO = "nemo_rl/algorithms/grpo.py"
+DTENSOR_V1 = "nemo_rl/models/policy/workers/dtensor_policy_worker.py"
+MEGATRON = "policy.megatron_cfg"
+DTENSOR = "policy.dtensor_cfg"
+
+
+def _tp_key(cfg: Config) -> str:
+    return (
+        f"{MEGATRON}.tensor_model_parallel_size"
+        if cfg.megatron
+        else f"{DTENSOR}.tensor_parallel_size"
+    )
+
+
+@rule(
+    "backend-both",
+    Source(POLICY, "Policy.__init__", "Configure either Megatron", "raises ValueError"),
+)
+def both_backends(cfg: Config) -> Iterator[Violation]:
+    """Megatron and DTensor both enabled."""
+    if cfg.megatron and cfg.on(f"{DTENSOR}.enabled"):
+        yield Violation(
+            f"{DTENSOR}.enabled",
+            "policy.megatron_cfg.enabled and policy.dtensor_cfg.enabled are both true",
+        )
+
+
+@rule(
+    "backend-none",
+    Source(
+        POLICY,
+        "Policy.__init__",
+        "Please either set policy.megatron_cfg.enabled",
+        "raises ValueError",
+    ),
+)
+def no_backend(cfg: Config) -> Iterator[Violation]:
+    """Neither training backend enabled."""
+    megatron, dtensor = cfg.flag(f"{MEGATRON}.enabled"), cfg.flag(f"{DTENSOR}.enabled")
+    if megatron is False and dtensor is False:
+        yield Violation(
+            f"{MEGATRON}.enabled",
+            "neither policy.megatron_cfg.enabled nor policy.dtensor_cfg.enabled is true: "
+            "no training backend",
+        )
+
+
+@rule(
+    "parallel-world",
+    Source(
+        POLICY, "Policy.__init__", "actual_world_size < model_parallel_size", "raises ValueError"
+    ),
+    Source(
+        POLICY,
+        "Policy.__init__",
+        "actual_world_size % model_parallel_size != 0",
+        "raises ValueError",
+    ),
+)
+def parallel_world(cfg: Config) -> Iterator[Violation]:
+    """TP x PP x CP larger than, or not dividing, the training world."""
+    world, sizes = cfg.training_world(), cfg.parallel()
+    if world is None or sizes is None:
+        return
+    tp, pp, cp = sizes
+    model = tp * pp * cp
+    what = f"PP {pp} x CP {cp} x TP {tp} = {model} against a training world of {world} GPUs"
+    if world < model:
+        yield Violation(_tp_key(cfg), f"{what} (DP would be below 1)")
+    elif world % model:
+        yield Violation(_tp_key(cfg), f"{what}: DP = {world}/{model} is not whole", source=1)
+
+
+@rule(
+    "megatron-expert-world",
+    Source(
+        "megatron/core/parallel_state.py",
+        "initialize_model_parallel",
+        "world_size % expert_tensor_model_pipeline_parallel_size != 0",
+        "raises RuntimeError",
+        MEGATRON_LM,
+    ),
+)
+def expert_world(cfg: Config) -> Iterator[Violation]:
+    """Megatron: ETP x EP x PP not dividing the training world."""
+    world, sizes = cfg.training_world(), cfg.parallel()
+    ep = cfg.int(f"{MEGATRON}.expert_model_parallel_size", 1)
+    if not cfg.megatron or world is None or sizes is None or ep is None or ep < 1:
+        return
+    etp = cfg.get(f"{MEGATRON}.expert_tensor_parallel_size")
+    if etp is None:  # Megatron-Bridge: 1 when EP > 1, else Megatron-core's default, TP
+        etp = 1 if ep > 1 else sizes[0]
+    if not isinstance(etp, int) or isinstance(etp, bool) or etp < 1:
+        return
+    size = etp * ep * sizes[1]
+    if world % size:
+        yield Violation(
+            f"{MEGATRON}.expert_model_parallel_size",
+            f"expert TP {etp} x EP {ep} x PP {sizes[1]} = {size} does not divide the training "
+            f"world of {world} GPUs",
+        )
+
+
+@rule(
+    "dynamic-batching-pp",
+    Source(POLICY, "Policy.__init__", "Dynamic batching is only supported for single pipeline"),
+)
+def dynamic_batching_pp(cfg: Config) -> Iterator[Violation]:
+    """Dynamic batching with pipeline parallelism."""
+    pp = cfg.int(f"{MEGATRON}.pipeline_model_parallel_size") if cfg.megatron else 1
+    if cfg.on("policy.dynamic_batching.enabled") and pp is not None and pp > 1:
+        yield Violation(
+            "policy.dynamic_batching.enabled",
+            f"dynamic batching with pipeline_model_parallel_size={pp}",
+        )
+
+
+@rule(
+    "dynamic-batching-packing",
+    Source(POLICY, "Policy.__init__", "Dynamic Batching is exclusive of Sequence Packing"),
+    Source(POLICY, "Policy.__init__", "Sequence Packing is exclusive of Dynamic Batching"),
+)
+def dynamic_batching_packing(cfg: Config) -> Iterator[Violation]:
+    """Dynamic batching and sequence packing both enabled."""
+    if cfg.on("policy.dynamic_batching.enabled") and cfg.on("policy.sequence_packing.enabled"):
+        yield Violation(
+            "policy.dynamic_batching.enabled",
+            "policy.dynamic_batching.enabled and policy.sequence_packing.enabled are both true",
+        )
+
+
+@rule(
+    "megatron-cp-packing",
+    Source(
+        MEGATRON_SETUP,
+        "_apply_parallelism_config",
+        "Sequence Packing must be enabled to use Context Parallelism with MCore",
+    ),
+)
+def megatron_cp_packing(cfg: Config) -> Iterator[Violation]:
+    """Megatron context parallelism without sequence packing."""
+    cp = cfg.int(f"{MEGATRON}.context_parallel_size")
+    packing = cfg.flag("policy.sequence_packing.enabled")
+    if cfg.megatron and cp is not None and cp > 1 and packing is False:
+        yield Violation(
+            "policy.sequence_packing.enabled",
+            f"megatron_cfg.context_parallel_size={cp} without sequence packing",
+        )
+
+
+@rule(
+    "megatron-cp-fused-logprobs",
+    Source(
+        MEGATRON_SETUP,
+        "_apply_parallelism_config",
+        "Context Parallelism is not supported with linear CE fusion loss",
+    ),
+)
+def megatron_cp_fused(cfg: Config) -> Iterator[Violation]:
+    """Megatron context parallelism with fused linear logprobs."""
+    cp = cfg.int(f"{MEGATRON}.context_parallel_size")
+    if cfg.megatron and cp is not None and cp > 1 and _fused(cfg):
+        yield Violation(
+            f"{MEGATRON}.use_fused_linear_logprobs",
+            f"use_fused_linear_logprobs with context_parallel_size={cp}",
+        )
+
+
+def _fused(cfg: Config) -> bool:
+    return cfg.megatron and cfg.on(f"{MEGATRON}.use_fused_linear_logprobs")
+
+
+@rule(
+    "fused-logprobs-packing",
+    Source(GRPO, "setup", "Linear CE fusion loss is not supported with sequence packing"),
+)
+def fused_packing(cfg: Config) -> Iterator[Violation]:
+    """Fused linear logprobs with sequence packing."""
+    if _fused(cfg) and cfg.on("policy.sequence_packing.enabled"):
+        yield Violation(
+            f"{MEGATRON}.use_fused_linear_logprobs",
+            "use_fused_linear_logprobs with policy.sequence_packing.enabled",
+        )
+
+
+@rule(
+    "fused-logprobs-filtering",
+    Source(GRPO, "setup", "Linear CE fusion loss is not supported with top-k/top-p training"),
+)
+def fused_filtering(cfg: Config) -> Iterator[Violation]:
+    """Fused linear logprobs with top-k or top-p filtering (``need_top_k_or_top_p_filtering``)."""
+    if not _fused(cfg):
+        return
+    top_k, top_p = cfg.get("policy.generation.top_k"), cfg.num("policy.generation.top_p")
+    k_on = isinstance(top_k, int) and not isinstance(top_k, bool) and top_k > 0
+    if k_on or (top_p is not None and top_p != 1.0):
+        yield Violation(
+            f"{MEGATRON}.use_fused_linear_logprobs",
+            f"use_fused_linear_logprobs with policy.generation.top_k={top_k!r}, "
+            f"top_p={cfg.get('policy.generation.top_p')!r} (training-time filtering)",
+        )
+
+
+@rule(
+    "fused-logprobs-overlap-param-gather",
+    Source(MEGATRON_SETUP, "_create_megatron_config", "incompatible with overlap_param_gather"),
+)
+def fused_overlap(cfg: Config) -> Iterator[Violation]:
+    """Fused linear logprobs with the distributed optimizer's overlap_param_gather."""
+    key = f"{MEGATRON}.distributed_data_parallel_config.overlap_param_gather"
+    if _fused(cfg) and cfg.on(key):
+        yield Violation(key, "overlap_param_gather with use_fused_linear_logprobs")
+
+
+@rule(
+    "logprob-chunk-defer-fp32",
+    Source(MEGATRON_SETUP, "_validate_chunking_config", "defer_fp32_logits must be True"),
+)
+def chunk_defer(cfg: Config) -> Iterator[Violation]:
+    """Megatron: ``logprob_chunk_size`` without ``defer_fp32_logits``."""
+    chunk = cfg.int("policy.logprob_chunk_size")
+    defer = cfg.get(f"{MEGATRON}.defer_fp32_logits")
+    if cfg.megatron and chunk is not None and chunk > 0 and defer in (False, None):
+        yield Violation(
+            f"{MEGATRON}.defer_fp32_logits",
+            f"policy.logprob_chunk_size={chunk} with megatron_cfg.defer_fp32_logits={defer!r}",
+        )
+
+
+OPTIMIZER = f"{MEGATRON}.optimizer"
+
+
+@rule(
+    "optimizer-cpu-offload",
+    Source(
+        MEGATRON_SETUP,
+        "_validate_optimizer_config",
+        "requires 0 < optimizer_offload_fraction",
+        "raises ValueError",
+    ),
+    Source(
+        MEGATRON_SETUP,
+        "_validate_optimizer_config",
+        "requires use_distributed_optimizer",
+        "raises ValueError",
+    ),
+    Source(
+        MEGATRON_SETUP,
+        "_validate_optimizer_config",
+        "requires optimizer to be adam or sgd",
+        "raises ValueError",
+    ),
+    Source(
+        MEGATRON_SETUP,
+        "_validate_optimizer_config",
+        "overlap_cpu_optimizer_d2h_h2d=True requires optimizer_cpu_offload=True",
+        "raises ValueError",
+    ),
+)
+def optimizer_offload(cfg: Config) -> Iterator[Violation]:
+    """Megatron optimizer CPU offload without what it needs (or its overlap without it)."""
+    if not cfg.megatron:
+        return
+    offload = cfg.flag(f"{OPTIMIZER}.optimizer_cpu_offload", None)
+    if offload is True:
+        fraction = cfg.num(f"{OPTIMIZER}.optimizer_offload_fraction")
+        if fraction is not None and not 0 < fraction <= 1:
+            yield Violation(
+                f"{OPTIMIZER}.optimizer_offload_fraction",
+                f"optimizer_cpu_offload with optimizer_offload_fraction={fraction:g}",
+            )
+        if cfg.flag(f"{OPTIMIZER}.use_distributed_optimizer", None) is False:
+            yield Violation(
+                f"{OPTIMIZER}.use_distributed_optimizer",
+                "optimizer_cpu_offload with use_distributed_optimizer: false",
+                source=1,
+            )
+        name = cfg.str(f"{OPTIMIZER}.optimizer")
+        if name is not None and name not in ("adam", "sgd"):
+            yield Violation(
+                f"{OPTIMIZER}.optimizer", f"optimizer_cpu_offload with optimizer {name!r}", source=2
+            )
+    elif offload is False and cfg.on(f"{OPTIMIZER}.overlap_cpu_optimizer_d2h_h2d"):
+        yield Violation(
+            f"{OPTIMIZER}.overlap_cpu_optimizer_d2h_h2d",
+            "overlap_cpu_optimizer_d2h_h2d without optimizer_cpu_offload",
+            source=3,
+        )
+
+
+@rule(
+    "megatron-moe-tp-without-sp",
+    Source(
+        "megatron/core/transformer/moe/moe_layer.py",
+        "MoELayer.forward",
+        "performance may degrade if MoE and tensor parallelism",
+        "raises ValueError in training",
+        MEGATRON_LM,
+    ),
+)
+def moe_tp_sp(cfg: Config) -> Iterator[Violation]:
+    """Megatron MoE (EP > 1) with TP > 1 and no sequence parallelism: the first train step fails."""
+    tp = cfg.int(f"{MEGATRON}.tensor_model_parallel_size")
+    ep = cfg.int(f"{MEGATRON}.expert_model_parallel_size")
+    sp = cfg.flag(f"{MEGATRON}.sequence_parallel", None)
+    if cfg.megatron and tp is not None and ep is not None and tp > 1 and ep > 1 and sp is False:
+        yield Violation(
+            f"{MEGATRON}.sequence_parallel",
+            f"tensor_model_parallel_size={tp} with expert_model_parallel_size={ep} (an MoE "
+            "model) and sequence_parallel: false",
+        )
+
+
+@rule(
+    "megatron-inference-optimized-sp",
+    Source(
+        MEGATRON_SETUP,
+        "validate_and_set_config",
+        "requires sequence parallelism",
+        "raises ValueError",
+    ),
+)
+def inference_optimized_sp(cfg: Config) -> Iterator[Violation]:
+    """``transformer_impl: inference_optimized`` with TP > 1 and no sequence parallelism."""
+    tp = cfg.int(f"{MEGATRON}.tensor_model_parallel_size")
+    if (
+        cfg.megatron
+        and cfg.get(f"{MEGATRON}.transformer_impl") == "inference_optimized"
+        and tp is not None
+        and tp > 1
+        and cfg.flag(f"{MEGATRON}.sequence_parallel", None) is False
+    ):
+        yield Violation(
+            f"{MEGATRON}.sequence_parallel",
+            f"transformer_impl inference_optimized with TP {tp} and sequence_parallel: false",
+        )
+
+
+@rule(
+    "megatron-reward-model",
+    Source(
+        MEGATRON_SETUP,
+        "validate_and_set_config",
+        "Reward models are not yet supported with the Megatron backend",
+        "raises NotImplementedError",
+    ),
+)
+def megatron_reward_model(cfg: Config) -> Iterator[Violation]:
+    """A reward model trained with Megatron."""
+    if cfg.megatron and cfg.on("policy.reward_model_cfg.enabled"):
+        yield Violation("policy.reward_model_cfg.enabled", "reward_model_cfg with Megatron")
+
+
+@rule(
+    "megatron-recompute-granularity",
+    Source(
+        MEGATRON_SETUP,
+        "_apply_performance_config",
+        "Invalid recompute_granularity",
+        "raises ValueError",
+    ),
+)
+def recompute_granularity(cfg: Config) -> Iterator[Violation]:
+    """Activation checkpointing with a granularity other than full or selective."""
+    granularity = cfg.get(f"{MEGATRON}.recompute_granularity", "full")
+    if (
+        cfg.megatron
+        and cfg.on(f"{MEGATRON}.activation_checkpointing")
+        and isinstance(granularity, str)
+        and "${" not in granularity
+        and granularity not in ("full", "selective")
+    ):
+        yield Violation(
+            f"{MEGATRON}.recompute_granularity", f"recompute_granularity {granularity!r}"
+        )
+
+
+# Megatron-core's AttnBackend members (megatron/core/transformer/enums.py at the pinned commit).
+ATTENTION_BACKENDS = ("flash", "fused", "unfused", "local", "auto")
+
+
+@rule(
+    "megatron-attention-backend",
+    Source(
+        MEGATRON_SETUP,
+        "_apply_performance_config",
+        "Invalid attention backend",
+        "raises ValueError",
+    ),
+)
+def attention_backend(cfg: Config) -> Iterator[Violation]:
+    """An attention backend Megatron-core's ``AttnBackend`` does not have."""
+    backend = cfg.str(f"{MEGATRON}.attention_backend")
+    if cfg.megatron and backend is not None and backend not in ATTENTION_BACKENDS:
+        yield Violation(
+            f"{MEGATRON}.attention_backend",
+            f"attention_backend {backend!r} (AttnBackend has {', '.join(ATTENTION_BACKENDS)})",
+        )
+
+
+@rule(
+    "dtensor-cp-packing",
+    Source(
+        DTENSOR_V1,
+        "DTensorPolicyWorkerImpl.__init__",
+        "Context parallel is not supported for sequence packing",
+        "raises ValueError",
+    ),
+)
+def dtensor_cp_packing(cfg: Config) -> Iterator[Violation]:
+    """DTensor V1: context parallelism with sequence packing."""
+    cp = cfg.int(f"{DTENSOR}.context_parallel_size")
+    if cfg.dtensor_v1 and cp is not None and cp > 1 and cfg.on("policy.sequence_packing.enabled"):
+        yield Violation(
+            "policy.sequence_packing.enabled",
+            f"dtensor_cfg.context_parallel_size={cp} with sequence packing (DTensor V1 worker, "
+            "dtensor_cfg._v2: false)",
+        )
+
+
+@rule(
+    "dtensor-cp-sp",
+    Source(
+        DTENSOR_V1,
+        "DTensorPolicyWorkerImpl.__init__",
+        "context parallel can't be used together with sequence parallel",
+    ),
+)
+def dtensor_cp_sp(cfg: Config) -> Iterator[Violation]:
+    """DTensor V1: context parallelism with TP > 1 and sequence parallelism."""
+    cp = cfg.int(f"{DTENSOR}.context_parallel_size")
+    tp = cfg.int(f"{DTENSOR}.tensor_parallel_size")
+    if (
+        cfg.dtensor_v1
+        and cp is not None
+        and tp is not None
+        and cp > 1
+        and tp > 1
+        and cfg.on(f"{DTENSOR}.sequence_parallel")
+    ):
+        yield Violation(
+            f"{DTENSOR}.sequence_parallel",
+            f"dtensor_cfg.context_parallel_size={cp} with tensor_parallel_size={tp} and "
+            "sequence_parallel (DTensor V1 worker)",
+        )
+
+
+@rule(
+    "dtensor-v1-lora",
+    Source(POLICY, "Policy.__init__", "LoRA is not supported for DTensorPolicyWorker V1"),
+)
+def dtensor_v1_lora(cfg: Config) -> Iterator[Violation]:
+    """LoRA on the DTensor V1 worker."""
+    if cfg.dtensor_v1 and cfg.on(f"{DTENSOR}.lora_cfg.enabled"):
+        yield Violation(f"{DTENSOR}.lora_cfg.enabled", "LoRA with dtensor_cfg._v2: false")
+
+
+@rule(
+    "dtensor-v1-dp-replicate",
+    Source(POLICY, "Policy.__init__", "dp_replicate_size > 1 requires", "raises ValueError"),
+)
+def dtensor_v1_hsdp(cfg: Config) -> Iterator[Violation]:
+    """HSDP (``dp_replicate_size`` > 1) on the DTensor V1 worker."""
+    size = cfg.int(f"{DTENSOR}.dp_replicate_size", 1)
+    if cfg.dtensor_v1 and size is not None and size > 1:
+        yield Violation(
+            f"{DTENSOR}.dp_replicate_size", f"dp_replicate_size={size} with dtensor_cfg._v2: false"
+        )
+
+
+PRECISIONS = ("float32", "bfloat16", "float16")
+
+
+@rule(
+    "policy-precision",
+    Source(
+        DTENSOR_V1, "DTensorPolicyWorkerImpl.__init__", "Unknown precision", "raises ValueError"
+    ),
+)
+def precision(cfg: Config) -> Iterator[Violation]:
+    """A training precision other than float32, bfloat16 or float16 (DTensor V1)."""
+    value = cfg.str("policy.precision")
+    if cfg.dtensor_v1 and value is not None and value not in PRECISIONS:
+        yield Violation("policy.precision", f"precision {value!r} (not {', '.join(PRECISIONS)})")
+
+
+@rule(
+    "megatron-optimizer-precision",
+    Source(MEGATRON_SETUP, "_validate_dtype_config", "optimizer.bf16=True must be set if"),
+    Source(MEGATRON_SETUP, "_validate_dtype_config", "optimizer.fp16=True must be set if"),
+    Source(MEGATRON_SETUP, "_validate_dtype_config", "optimizer.fp16=False must be set if"),
+)
+def optimizer_precision(cfg: Config) -> Iterator[Violation]:
+    """Megatron optimizer bf16/fp16 flags that disagree with ``policy.precision``."""
+    value = cfg.str("policy.precision")
+    if not cfg.megatron or value is None:
+        return
+    aware = cfg.on(f"{OPTIMIZER}.use_precision_aware_optimizer")
+    bf16, fp16 = cfg.on(f"{OPTIMIZER}.bf16"), cfg.on(f"{OPTIMIZER}.fp16")
+    if value == "bfloat16" and aware and not bf16:
+        yield Violation(
+            f"{OPTIMIZER}.bf16", "precision bfloat16 with use_precision_aware_optimizer and no bf16"
+        )
+    elif value == "float16" and aware and not fp16:
+        yield Violation(
+            f"{OPTIMIZER}.fp16",
+            "precision float16 with use_precision_aware_optimizer and no fp16",
+            source=1,
+        )
+    elif value == "float32" and (bf16 or fp16):
+        flag = "bf16" if bf16 else "fp16"
+        yield Violation(
+            f"{OPTIMIZER}.{flag}", f"precision float32 with optimizer.{flag}: true", source=2
+        )
+
+
+@rule(
+    "policy-draft",
+    Source(
+        POLICY,
+        "Policy.__init__",
+        "policy.draft.enabled=true is only supported with the Meg",
+        "raises ValueError",
+    ),
+    Source(
+        POLICY,
+        "Policy.__init__",
+        "policy.draft.enabled=true does not support sequence pack",
+        "raises ValueError",
+    ),
+)
+def draft(cfg: Config) -> Iterator[Violation]:
+    """A draft model without Megatron, or with sequence packing."""
+    if not cfg.on("policy.draft.enabled"):
+        return
+    if not cfg.megatron:
+        yield Violation("policy.draft.enabled", "policy.draft.enabled without Megatron")
+    if cfg.on("policy.sequence_packing.enabled"):
+        yield Violation(
+            "policy.draft.enabled", "policy.draft.enabled with sequence packing", source=1
+        )
+
+
+@rule(
+    "dynamic-batching-mb-tokens",
+    Source(
+        "nemo_rl/distributed/batched_data_dict.py",
+        "BatchedDataDict.shard_by_batch_size",
+        "max_seqlen_this_shard_indice <= max_tokens_per_microbatch",
+    ),
+)
+def dynamic_batching_tokens(cfg: Config) -> Iterator[Violation]:
+    """Dynamic batching micro batches smaller than one sequence of the maximum length.
+
+    A sample that reaches ``max_total_sequence_length`` (every truncated one does) does not fit
+    a micro batch of ``train_mb_tokens`` / ``logprob_mb_tokens`` tokens.
+    """
+    total = cfg.int("policy.max_total_sequence_length")
+    if not cfg.on("policy.dynamic_batching.enabled") or total is None:
+        return
+    for name in ("train_mb_tokens", "logprob_mb_tokens"):
+        tokens = cfg.int(f"policy.dynamic_batching.{name}")
+        if tokens is not None and tokens < total:
+            yield Violation(
+                f"policy.dynamic_batching.{name}",
+                f"dynamic_batching.{name} {tokens} < max_total_sequence_length {total}: a "
+                "sample of the maximum length fits no micro batch",
+            )
+
+
+YARN_FIELDS = (
+    "factor",
+    "rope_theta",
+    "original_max_position_embeddings",
+    "truncate",
+    "beta_fast",
+    "beta_slow",
+    "mscale",
+    "mscale_all_dim",
+)
+
+
+@rule(
+    "megatron-yarn-rope-scaling",
+    Source(MEGATRON_SETUP, "validate_and_set_config", "rope_scaling.rope_type is 'yarn' but"),
+)
+def yarn(cfg: Config) -> Iterator[Violation]:
+    """Megatron with yarn ``rope_scaling`` overrides that leave a required field out."""
+    scaling = cfg.section("policy.hf_config_overrides.rope_scaling")
+    if not cfg.megatron or not scaling or scaling.get("rope_type") != "yarn":
+        return
+    missing = [f for f in YARN_FIELDS if f not in scaling]
+    if missing:
+        yield Violation(
+            "policy.hf_config_overrides.rope_scaling",
+            f"rope_type yarn without {', '.join(missing)}",
+        )
+
+
+@rule(
+    "megatron-peft",
+    Source(
+        MEGATRON_SETUP,
+        "setup_model_and_optimizer",
+        "dim must be set in peft_cfg",
+        "raises ValueError",
+    ),
+    Source(
+        MEGATRON_SETUP,
+        "setup_model_and_optimizer",
+        "alpha must be set in peft_cfg",
+        "raises ValueError",
+    ),
+)
+def peft(cfg: Config) -> Iterator[Violation]:
+    """Megatron LoRA (``megatron_cfg.peft.enabled``) without its rank or alpha."""
+    if not (cfg.megatron and cfg.on(f"{MEGATRON}.peft.enabled")):
+        return
+    for i, name in enumerate(("dim", "alpha")):
+        if cfg.get(f"{MEGATRON}.peft.{name}") is None:
+            yield Violation(
+                f"{MEGATRON}.peft.{name}", f"peft enabled without peft.{name}", source=i
+            )
+
+
+@rule(
+    "megatron-fp8-cfg",
+    Source(
+        MEGATRON_SETUP, "_apply_performance_config", "Missing key in fp8_cfg", "raises KeyError"
+    ),
+)
+def fp8_cfg(cfg: Config) -> Iterator[Violation]:
+    """Megatron fp8 training enabled without ``fp8``, ``fp8_recipe`` or ``fp8_param``."""
+    section = cfg.section(f"{MEGATRON}.fp8_cfg")
+    if not cfg.megatron or not section or section.get("enabled") is not True:
+        return
+    missing = [k for k in ("fp8", "fp8_recipe", "fp8_param") if k not in section]
+    if missing:
+        yield Violation(f"{MEGATRON}.fp8_cfg", f"fp8_cfg enabled without {', '.join(missing)}")
+
+
+@rule(
+    "megatron-activation-offload",
+    Source(
+        MEGATRON_SETUP,
+        "_apply_performance_config",
+        "offload_modules must be a non-empty",
+        "raises ValueError",
+    ),
+)
+def activation_offload(cfg: Config) -> Iterator[Violation]:
+    """Fine-grained activation offloading without the modules to offload."""
+    modules = cfg.get(f"{MEGATRON}.offload_modules")
+    if (
+        cfg.megatron
+        and cfg.on(f"{MEGATRON}.fine_grained_activation_offloading")
+        and not (isinstance(modules, list) and modules)
+    ):
+        yield Violation(
+            f"{MEGATRON}.offload_modules",
+            f"fine_grained_activation_offloading with offload_modules={modules!r}",
+        )

@@ -216,13 +216,10 @@ def _junit(candidate: Sequence[tuple[str | None, Result]], labels: Sequence[Tria
 
 
 def _cmd_triage(args: argparse.Namespace) -> int:
-    from rlgate.cli.runs import _require_file_path
+    from rlgate.cli.history import open_db
     from rlgate.core.io import write_json_atomic, write_text_atomic
-    from rlgate.history.store import open_store
     from rlgate.history.triage import reference_name, triage, window
 
-    for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
-        _require_file_path(flag, out)
     candidate = load_candidate(args.candidate)
     by_recipe: dict[str | None, list[Result]] = {}
     for recipe, result in candidate:
@@ -231,7 +228,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     nightlies: set[str] = set()
     commit = args.baseline_commit
     branch = None if commit is not None else args.main_branch
-    with open_store(args.db) as store:
+    with open_db(args.db) as store:
         for recipe, results in by_recipe.items():
             history = store.runs(recipe=recipe, branch=branch, commit=commit, last=args.last + 1)
             if args.nightly_id:  # the candidate's own nightly is not history
@@ -262,8 +259,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             "pass --main-branch)"
         )
     code = exit_code(labels)
-    given = [*args.candidate, *([args.db] if args.db and "://" not in args.db else [])]
-    if args.json_out:
+    if args.json_out:  # outputs never over a candidate or the database (cli.outputs, open_db)
         doc = {
             "main_branch": args.main_branch,
             "baseline_commit": None
@@ -275,7 +271,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             "exit_code": int(code),
             "labels": [lb.to_json() for lb in labels],
         }
-        write_json_atomic(args.json_out, doc, inputs=given)
+        write_json_atomic(args.json_out, doc)
     if args.junit_out:
-        write_text_atomic(args.junit_out, _junit(candidate, labels), inputs=given)
+        write_text_atomic(args.junit_out, _junit(candidate, labels))
     return code

@@ -218,14 +218,14 @@ class TestRecipeCheckHostileInputs:
     def test_json_pointing_at_a_directory_fails_before_checking(self, tmp_path, capsys):
         cfg = _write(tmp_path / "a.yaml", MINI)
         code, out, err = _check(capsys, cfg, "--json", str(tmp_path))
-        assert code == 2 and f"--json {tmp_path}: is a directory" in err
+        assert code == 2 and f"--json {tmp_path} is a directory" in err
         assert out == ""  # nothing checked, nothing printed
         assert err.count("rlgate: error:") == 1
 
     def test_json_pointing_at_an_input_is_refused(self, tmp_path, capsys):
         cfg = _write(tmp_path / "a.yaml", MINI)
         code, _, err = _check(capsys, cfg, "--json", cfg)
-        assert code == 2 and "it is one of the configs checked" in err
+        assert code == 2 and f"it is one of the inputs (CONFIG_OR_OVERRIDE: {cfg})" in err
         assert Path(cfg).read_text() == MINI
 
     def test_interpolation_to_a_missing_key_is_an_error(self, tmp_path, capsys):

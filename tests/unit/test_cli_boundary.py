@@ -62,4 +62,4 @@ class TestOutputPaths:
     def test_json_output_that_is_a_directory_exits_2_naming_it(self, tmp_path, capsys):
         code = main(["swe", "power", "--n", "500", "--json", str(tmp_path)])
         assert code == ExitCode.USAGE
-        assert f"cannot write {tmp_path}: it is a directory" in capsys.readouterr().err
+        assert f"--json {tmp_path} is a directory" in capsys.readouterr().err

@@ -1,4 +1,6 @@
 import json
+import os
+import re
 
 import pytest
 
@@ -109,3 +111,154 @@ class TestStrictJson:
         assert "NaN" not in text and "Infinity" not in text
         doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
         assert doc["a"] == "nan" and doc["b"] == ["-inf", 1.5]
+
+
+class TestOutputGuard:
+    """The one rule between a command's inputs and its outputs (rlgate.core.io.OutputGuard)."""
+
+    @staticmethod
+    def _files(tmp_path):
+        run = tmp_path / "run"
+        run.mkdir()
+        (run / "events").write_bytes(b"ev")
+        recipe = tmp_path / "r.yaml"
+        recipe.write_text("a: 1\n")
+        return run, recipe
+
+    @pytest.mark.parametrize(
+        ("target", "says"),
+        [
+            (lambda t: t / "r.yaml", "it is one of the inputs (--recipe: "),
+            (lambda t: t / "run" / ".." / "r.yaml", "it is one of the inputs"),
+            (lambda t: t / "run" / "events", "it is inside the input directory"),
+            (lambda t: t / "run" / "sub" / "new.json", "it is inside the input directory"),
+            (lambda t: t / "link.json", "a symbolic link to one of the inputs"),
+            (lambda t: t / "alias" / "new.json", "it is inside the input directory"),
+            (lambda t: t / "hard.json", "a hard link to one of the inputs (--recipe: "),
+            (lambda t: t / "hard_events", "a hard link to one of the inputs (RUN: "),
+        ],
+        ids=["same", "dotdot", "file_in_tree", "new_in_tree", "symlink", "linked_folder",
+             "hard_link", "hard_link_into_tree"],
+    )  # fmt: skip
+    def test_an_output_that_is_links_to_or_lies_inside_an_input_is_refused_either_order(
+        self, tmp_path, target, says
+    ):
+        from rlgate.core.io import OutputGuard
+
+        run, recipe = self._files(tmp_path)
+        (tmp_path / "link.json").symlink_to(recipe)
+        (tmp_path / "alias").symlink_to(run, target_is_directory=True)
+        os.link(recipe, tmp_path / "hard.json")
+        os.link(run / "events", tmp_path / "hard_events")
+        out = target(tmp_path)
+        inputs_first = OutputGuard()
+        inputs_first.add_input(recipe, "--recipe", check=True)
+        inputs_first.add_input(run, "RUN", check=True)
+        with pytest.raises(RlgateError, match="refusing to write --json") as caught:
+            inputs_first.add_output(out, "--json")
+        assert says in caught.value.message
+        outputs_first = OutputGuard()
+        outputs_first.add_output(out, "--json")
+        with pytest.raises(RlgateError, match="refusing to write --json"):
+            outputs_first.add_input(recipe, "--recipe", check=True)
+            outputs_first.add_input(run, "RUN", check=True)
+
+    def test_an_output_beside_the_inputs_is_fine(self, tmp_path):
+        from rlgate.core.io import OutputGuard
+
+        run, recipe = self._files(tmp_path)
+        guard = OutputGuard()
+        guard.add_input(recipe, "--recipe", check=True)
+        guard.add_input(run, "RUN", check=True)
+        guard.add_output(tmp_path / "out.json", "--json")
+        guard.add_output(tmp_path / "report", "--out", directory=True)
+        guard.check_write(tmp_path / "report" / "report.md")
+
+    def test_an_output_directory_is_refused_as_an_input_or_inside_one_not_around_one(
+        self, tmp_path
+    ):
+        from rlgate.core.io import OutputGuard
+
+        run, recipe = self._files(tmp_path)
+        guard = OutputGuard()
+        guard.add_input(run, "RUN", check=True)
+        guard.add_input(recipe, "--recipe", check=True)
+        for out, says in ((run, "one of the inputs"), (run / "rep", "inside the input")):
+            with pytest.raises(RlgateError, match=says):
+                guard.add_output(out, "--out", directory=True)
+        guard.add_output(tmp_path, "--out", directory=True)  # holds the inputs: fine ...
+        with pytest.raises(RlgateError, match=r"refusing to write .*r\.yaml: it is one of"):
+            guard.check_write(recipe)  # ... until a write lands on one of them
+
+    def test_two_outputs_may_not_be_one_file(self, tmp_path):
+        from rlgate.core.io import OutputGuard
+
+        guard = OutputGuard()
+        guard.add_output(tmp_path / "o.json", "--json")
+        with pytest.raises(RlgateError, match="--json and --junit name the same file"):
+            guard.add_output(tmp_path / "x" / ".." / "o.json", "--junit")
+
+    def test_what_the_readers_read_joins_the_active_guard(self, tmp_path):
+        from rlgate.core.io import note_input, output_guard
+
+        manifest = tmp_path / "m.json"
+        manifest.write_text("{}")
+        with output_guard() as guard:
+            guard.add_output(manifest, "--junit")
+            read_json(manifest, what="run manifest")  # never raises: readers only record
+            with pytest.raises(RlgateError, match=r"one of the inputs \(run manifest: "):
+                write_text_atomic(manifest, "<testsuites/>")
+            note_input(tmp_path / "other", "x")
+        assert manifest.read_text() == "{}"
+        read_json(manifest, what="run manifest")  # no guard: nothing recorded, nothing raised
+
+    def test_a_file_the_command_wrote_is_not_an_input_when_read_back(self, tmp_path):
+        """``launch --watch``: the manifest launch wrote, watch reads and updates."""
+        from rlgate.core.io import output_guard
+
+        run = tmp_path / "run"
+        with output_guard() as guard:
+            guard.add_output(run, "--run-dir", directory=True)
+            write_json_atomic(run / "m.json", {"status": "submitted"})
+            read_json(run / "m.json", what="run manifest")
+            write_json_atomic(run / "m.json", {"status": "completed"})
+        assert json.loads((run / "m.json").read_text())["status"] == "completed"
+
+    def test_rlgate_records_outside_the_declared_outputs_are_not_held_to_the_inputs(self, tmp_path):
+        """``watch RUN`` updates RUN's manifest: RUN is an input, the manifest rlgate's own."""
+        from rlgate.core.io import output_guard
+
+        run = tmp_path / "run"
+        run.mkdir()
+        (run / "m.json").write_text('{"status": "running"}')
+        with output_guard() as guard:
+            guard.add_input(run, "RUN_DIR", check=True)
+            guard.add_output(tmp_path / "watch.xml", "--junit")
+            read_json(run / "m.json", what="run manifest")
+            write_json_atomic(run / "m.json", {"status": "completed"})
+            with pytest.raises(RlgateError, match="inside the input directory"):
+                write_text_atomic(run / "m.json", "x", inputs=[run])  # unless its writer says
+
+    def test_explicit_inputs_of_a_writer_are_trees_too(self, tmp_path):
+        run = tmp_path / "run"
+        run.mkdir()
+        with pytest.raises(RlgateError, match="inside the input directory"):
+            write_text_atomic(run / "new.xml", "x", inputs=[run])
+        assert list(run.iterdir()) == []
+
+    @pytest.mark.parametrize(
+        ("make", "says"),
+        [
+            (lambda t: t, "--json {} is a directory"),
+            (lambda t: (t / "f").write_text("") or t / "f" / "o.json", "is not a directory"),
+        ],
+        ids=["directory", "under_a_file"],
+    )
+    def test_an_output_that_can_never_be_written_is_refused_naming_its_option(
+        self, tmp_path, make, says
+    ):
+        from rlgate.core.io import OutputGuard
+
+        out = make(tmp_path)
+        with pytest.raises(RlgateError, match=re.escape(says.format(out))):
+            OutputGuard().add_output(out, "--json")

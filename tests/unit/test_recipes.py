@@ -10,6 +10,7 @@ import pytest
 from rlgate.core.errors import RecipeError
 from rlgate.recipe.load import (
     MAX_DEPTH,
+    config_files,
     flatten,
     functional_gate,
     get_path,
@@ -65,6 +66,34 @@ class TestDefaultsChain:
     def test_invalid_yaml_is_a_recipe_error(self, tmp_path, text):
         with pytest.raises(RecipeError):
             load_recipe(_write(tmp_path / "bad.yaml", text))
+
+
+class TestConfigFiles:
+    """The chain's files, named before any merge (the output guard keeps outputs off them)."""
+
+    def test_config_files_are_what_the_loader_reads(self, tmp_path):
+        _write(tmp_path / "base/grand.yaml", "a: 1\n")
+        _write(tmp_path / "base/other.yaml", "defaults: grand.yaml\nb: 1\n")
+        _write(tmp_path / "base/parent.yaml", "defaults: [grand.yaml, other.yaml]\n")
+        child = _write(tmp_path / "r/child.yaml", "defaults: ../base/parent.yaml\n")
+        files = config_files(child)
+        assert [p.name for p in files] == ["grand.yaml", "other.yaml", "parent.yaml", "child.yaml"]
+        assert set(files) == set(load_recipe(child).sources)
+
+    @pytest.mark.parametrize(
+        ("text", "names"),
+        [
+            ("defaults: nope.yaml\n", ["c.yaml"]),
+            ("defaults: a.yaml\n", ["a.yaml", "c.yaml"]),
+            ("defaults: {x: 1}\n", ["c.yaml"]),
+            ("a: [\n", ["c.yaml"]),
+        ],
+        ids=["missing_parent", "circular", "not_a_path", "broken_yaml"],
+    )
+    def test_a_chain_that_cannot_be_followed_ends_where_it_breaks(self, tmp_path, text, names):
+        _write(tmp_path / "a.yaml", "defaults: c.yaml\n")
+        child = _write(tmp_path / "c.yaml", text)
+        assert [p.name for p in config_files(child)] == names  # the load names the problem
 
 
 class TestOverridesAndInterpolation:

@@ -717,7 +717,7 @@ def test_swe_compare_refuses_an_output_inside_an_input_run_dir(tmp_path, capsys,
         code,
         err,
         2,
-        r"refusing to write .*rlgate_swe_eval\.json: it lies inside the input directory",
+        r"refusing to write .*rlgate_swe_eval\.json: it is inside the input directory",
     )
     assert out.read_bytes() == record
 

@@ -74,9 +74,14 @@ class TestWatchResults:
     def test_watch_junit_is_never_written_over_the_manifest(self, tmp_path: Path, capsys) -> None:
         run = launch_local(tmp_path)
         manifest = run / "rlgate_manifest.json"
-        code = main(["watch", str(run), "--interval", "0.2", "--junit", str(manifest)])
-        assert code == ExitCode.USAGE and "it is one of the inputs" in capsys.readouterr().err
-        assert load_manifest(run).status.value == "completed"
+        kept = manifest.read_bytes()
+        try:  # refused before watching: the run is left as launched
+            code = main(["watch", str(run), "--interval", "0.2", "--junit", str(manifest)])
+        finally:
+            stop_local_run(run)
+        err = capsys.readouterr().err
+        assert code == ExitCode.USAGE and f"inside the input directory {run} (RUN_DIR)" in err
+        assert manifest.read_bytes() == kept and load_manifest(run).status.value == "submitted"
 
 
 def junit_of(tmp_path: Path, result, name: str = "watch.xml") -> Path:

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from rlgate.cli import history as _cli_history
+from rlgate.cli import outputs as _cli_outputs
 from rlgate.cli import report as _cli_report
 from rlgate.cli import runs as _cli_runs
 from rlgate.cli import swe as _cli_swe
@@ -207,24 +208,6 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=_cmd_recipe_check)
 
 
-def _check_output_path(path: str, inputs: Sequence[str]) -> None:
-    """Refuse an unusable --json target before spending time on the checks."""
-    from pathlib import Path
-
-    from rlgate.core.errors import RecipeError
-
-    out = Path(path)
-    if out.is_dir():
-        raise RecipeError(f"--json {path}: is a directory", hint="give a file path")
-    if out.parent.exists() and not out.parent.is_dir():
-        raise RecipeError(f"--json {path}: {out.parent} is not a directory")
-    if any(out.resolve() == Path(i).resolve() for i in inputs):
-        raise RecipeError(
-            f"--json {path}: it is one of the configs checked",
-            hint="rlgate never overwrites what you gave it; choose another output path",
-        )
-
-
 def _failure(exc: BaseException) -> tuple[int, str]:
     """Exit code and one message for a config that could not be checked (as _handle_errors)."""
     if isinstance(exc, ModuleNotFoundError) and (missing := missing_module_error(exc)):
@@ -277,8 +260,6 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
             f"no config given, only overrides {overrides}",
             hint="rlgate recipe check CONFIG.yaml [CONFIG.yaml ...] [key=value ...]",
         )
-    if args.json_out:
-        _check_output_path(args.json_out, configs)
     many = len(configs) > 1
     docs: list[dict[str, object]] = []
     statuses: list[str] = []
@@ -331,7 +312,7 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
             "summary": {"configs": len(configs), **summary},
             "reports": docs,
         }
-        write_json_atomic(args.json_out, payload, inputs=configs)
+        write_json_atomic(args.json_out, payload)
     return code
 
 
@@ -379,7 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # made printable, so no untrusted name or message reaches the terminal raw.
     guard = contextlib.nullcontext() if args.command == "run" else _printable_streams()
     try:
-        with guard, _handle_errors():
+        # every output is kept off every input (rlgate.cli.outputs): declared before any work
+        with guard, _handle_errors(), _cli_outputs.guarded(parser, args):
             return int(args.func(args))
     except _Exit as stop:
         return stop.code

@@ -84,11 +84,29 @@ def add_record_options(parser: argparse.ArgumentParser, *, db_required: bool = F
     group.add_argument("--label", help="a label for generated data (DEMO)")
 
 
+DB_INPUT = "the history database"
+
+
 def open_db(target: str | None) -> Store:
-    """Open the history database (importing the store only now)."""
+    """Open the history database (importing the store only now), an input from now on.
+
+    An SQLite file (and its ``-wal``, ``-shm`` and ``-journal`` files) joins the command's
+    output guard: no output may be written over it (checked before the file is created).
+    """
+    from rlgate.core.io import note_input
     from rlgate.history.store import open_store
 
-    return open_store(target)
+    if target and "://" not in os.fspath(target):
+        note_input(target, DB_INPUT, tree=False, check=True)
+    store = open_store(target)
+    if store.path is not None:
+        try:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                note_input(f"{store.path}{suffix}", DB_INPUT, tree=False, check=True)
+        except BaseException:
+            store.close()
+            raise
+    return store
 
 
 def _sha8(*paths: str | os.PathLike[str]) -> str:
@@ -437,13 +455,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_flaky(args: argparse.Namespace) -> int:
-    from rlgate.cli.runs import _require_file_path
     from rlgate.core.io import write_json_atomic
     from rlgate.core.text import one_line
     from rlgate.history.swe_flaky import flaky_in_history, runs_by_model
     from rlgate.swe.flaky import MIN_RUNS, RULE
 
-    _require_file_path("--json", args.json_out)
     models = list(dict.fromkeys(args.model)) or None
     with open_db(args.db) as store:
         if models is None:
@@ -451,7 +467,6 @@ def _cmd_flaky(args: argparse.Namespace) -> int:
         else:
             rows = [row for model in models for row in store.swe_instances(model=model)]
         shown = store.shown
-        given = [] if store.path is None else [str(store.path)]
     by_model = runs_by_model(rows)
     runs = {m: len(r) for m, r in by_model.items()}
     flaky = flaky_in_history(by_model, models)
@@ -489,7 +504,7 @@ def _cmd_flaky(args: argparse.Namespace) -> int:
                 for m in names
             },
         }
-        write_json_atomic(args.json_out, doc, inputs=given)
+        write_json_atomic(args.json_out, doc)  # never over the database (open_db)
     return ExitCode.OK
 
 

@@ -101,6 +101,11 @@ def _report_history(args: argparse.Namespace) -> tuple[Any, Any, list[Any], list
     return store, context, list(promoted.runs) if promoted.enough else [], [note]
 
 
+def out_dir(args: argparse.Namespace) -> str:
+    """The report's directory: ``--out``, else ``demo-report`` / ``rlgate-report``."""
+    return args.out or ("demo-report" if args.demo else "rlgate-report")
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from rlgate.report.build import Verdict, build_report, prepare_out_dir, write_report
 
@@ -113,7 +118,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             )
         from rlgate.demo.build import run_demo
 
-        result = run_demo(args.out or "demo-report", tokenizers=args.tokenizers, force=args.force)
+        result = run_demo(out_dir(args), tokenizers=args.tokenizers, force=args.force)
         report, files = result.report, result.files
         print(result.functional)
     else:
@@ -143,10 +148,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
             candidate=context,
             baseline_commit=args.baseline_commit,
         )
-        # after reading: every input is known (run directories a run JSON names included)
-        # and nothing is created on disk for inputs that turn out to be invalid
-        protected = [*given, *report.protected]
-        out = prepare_out_dir(args.out or "rlgate-report", force=args.force, inputs=protected)
+        # after reading: every input is known to the output guard (run directories a run
+        # JSON names included) and nothing is created on disk for inputs that turn out invalid
+        out = prepare_out_dir(out_dir(args), force=args.force)
         files = write_report(report, out)
         for note in notes:
             print(note)

@@ -84,8 +84,6 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
     from rlgate.core.io import write_json_atomic, write_text_atomic
     from rlgate.core.results import Tier
 
-    for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
-        _require_file_path(flag, out)
     # a bad database (an empty --db too) stops before any work
     store = open_db(args.db) if args.db is not None else None
     plan = load_plan(args.recipe, max_steps=args.max_steps, overrides=args.override)
@@ -127,12 +125,10 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
     print(render_table(report), end="")
     if band_line and any(r.name.startswith(("band_curve:", "band_mean:")) for r in report.results):
         print(band_line)
-    given = [args.recipe, args.run, args.baseline, args.rollouts, args.sync_run, *args.band_run]
-    given = [path for path in given if path]
-    if args.json_out:
-        write_json_atomic(args.json_out, report.to_dict(), inputs=given)
+    if args.json_out:  # kept off every input by the command's output guard (cli.outputs)
+        write_json_atomic(args.json_out, report.to_dict())
     if args.junit_out:
-        write_text_atomic(args.junit_out, render_junit(report), inputs=given)
+        write_text_atomic(args.junit_out, render_junit(report))
     if store is not None and context is not None:
         from rlgate.history.ingest import steps_of
 
@@ -168,20 +164,6 @@ def _band_from_history(plan: Any, args: argparse.Namespace, tiers: Sequence[Any]
     band = plan.gate.band
     wanted = any(c.need is Need.BAND and c.tier in tiers for c in plan.checks)
     return wanted and band is not None and not band.runs and not args.band_run
-
-
-def _require_file_path(flag: str, path: str | None) -> None:
-    """Refuse an output path that can never be written, before any work is done."""
-    if not path:
-        return
-    out = os.path.abspath(path)
-    if os.path.isdir(out):
-        raise RlgateError(f"{flag} {path} is a directory", hint="give the path of a file")
-    parent = os.path.dirname(out)
-    while parent and not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if parent and not os.path.isdir(parent):
-        raise RlgateError(f"{flag} {path}: {parent} is not a directory")
 
 
 # --- rlgate launch / watch / budget ----------------------------------------------
@@ -325,7 +307,6 @@ def add_watch(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_watch(args: argparse.Namespace) -> int:
-    _require_file_path("--junit", args.junit_out)
     timeout = args.timeout * 60 if args.timeout is not None else None
     stall = {
         "stall_factor": args.stall_factor,
@@ -355,7 +336,6 @@ def _watch_dirs(
 
     from rlgate.core.io import write_text_atomic
     from rlgate.core.junit import JunitCase, JunitSuite, write_junit
-    from rlgate.launch.manifest import MANIFEST_NAME
     from rlgate.launch.watch import run_result, watch_run
 
     worst = ExitCode.OK
@@ -385,10 +365,9 @@ def _watch_dirs(
         facts = {"recipe": recipe, "run_dir": result.manifest.run_dir}
         check = run_result(result)
         cases.append(JunitCase.of(check, classname=f"rlgate.convergence.{recipe}", facts=facts))
-    if junit:
-        manifests = [os.path.join(d, MANIFEST_NAME) for d in run_dirs]  # never over one
+    if junit:  # never in a run directory watched (the command's output guard, cli.outputs)
         suite = JunitSuite.of("rlgate.watch", cases)
-        write_text_atomic(junit, write_junit([suite]), inputs=manifests)
+        write_text_atomic(junit, write_junit([suite]))
     return worst
 
 
@@ -496,10 +475,6 @@ def _cmd_bench_rollout(args: argparse.Namespace) -> int:
     from rlgate.core.results import Outcome
     from rlgate.serving.setup import serving_setup
 
-    given = [args.recipe, *([args.baseline] if args.baseline else [])]
-    for out in (args.json_out, args.plot_out):
-        if out and any(os.path.realpath(out) == os.path.realpath(g) for g in given):
-            raise RlgateError(f"refusing to write {out}: it is one of the inputs")
     recipe = load_recipe(args.recipe, args.override)
     config = bench_config(recipe, args.turns, args.parser_lengths or CLI_PARSER_LENGTHS)
     entry = None
@@ -522,9 +497,9 @@ def _cmd_bench_rollout(args: argparse.Namespace) -> int:
     print(render_bench(summary))
     if results:
         print(render_verdicts(results), end="")
-    if args.json_out:
-        write_json_atomic(args.json_out, summary, inputs=given)
+    if args.json_out:  # both kept off every input by the command's output guard
+        write_json_atomic(args.json_out, summary)
     if args.plot_out:
-        plot_bench(summary, args.plot_out, inputs=given)
+        plot_bench(summary, args.plot_out)
     failed = any(r.outcome is Outcome.FAIL for r in results)
     return ExitCode.FAIL if failed else ExitCode.OK

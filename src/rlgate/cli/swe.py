@@ -131,34 +131,6 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(func=_cmd_swe_eval)
 
 
-def _check_outputs(outputs: list[Path | None], inputs: list[str]) -> None:
-    """Refuse, before any work, outputs that would overwrite an input or each other.
-
-    An output may not be an input, nor lie inside an input directory (a run directory or
-    log directory: its record and reports are inputs too), nor be another output.
-    """
-    wanted = [o for o in outputs if o is not None]
-    targets = [o.resolve() for o in wanted]
-    if len(set(targets)) != len(targets):
-        raise RlgateError(
-            f"--json and --junit name the same file ({wanted[0]}); one would overwrite the other"
-        )
-    for out, target in zip(wanted, targets, strict=True):
-        for item in inputs:
-            source = Path(item)
-            if target == source.resolve():
-                why = "it is one of the inputs"
-            elif source.is_dir() and target.is_relative_to(source.resolve()):
-                why = f"it lies inside the input directory {item}"
-            else:
-                continue
-            raise RlgateError(
-                f"refusing to write {out}: {why}",
-                hint="choose an output path outside the inputs; rlgate never overwrites "
-                "what you gave it",
-            )
-
-
 def _cmd_swe_compare(args: argparse.Namespace) -> int:
     from rlgate.core.io import write_json_atomic, write_text_atomic
     from rlgate.swe.compare import GateOptions, Verdict, compare_arms
@@ -167,8 +139,6 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
     from rlgate.swe.records import load_universe
     from rlgate.swe.report import build_swe_junit, comparison_to_dict, render_swe_summary
 
-    inputs = [*args.before, *args.after, args.dataset]
-    _check_outputs([args.json, args.junit], inputs)
     parse_exclusions(args.exclude)  # a bad --exclude stops before any input is read
     models = _models(args)
     store, context = _swe_history(args)
@@ -195,11 +165,11 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
     reduced = (
         reduce_comparison(comparison, before, after, args.exclude, stored) if args.exclude else None
     )
-    if args.json:
-        write_json_atomic(args.json, comparison_to_dict(comparison, reduced), inputs=inputs)
+    if args.json:  # both kept off every input by the command's output guard (cli.outputs)
+        write_json_atomic(args.json, comparison_to_dict(comparison, reduced))
     if args.junit:
         xml = build_swe_junit(comparison, reduced).tostring().decode("utf-8")
-        write_text_atomic(args.junit, xml, inputs=inputs)
+        write_text_atomic(args.junit, xml)
     print(render_swe_summary(comparison, reduced))
     if store is not None and context is not None:
         from rlgate.history.ingest import swe_rows
@@ -315,6 +285,11 @@ def _cmd_swe_power(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def eval_run_dir(args: argparse.Namespace) -> Path:
+    """``swe eval``'s run directory: ``--run-dir``, else ``swe_runs/<run-id>``."""
+    return args.run_dir or Path("swe_runs") / args.run_id
+
+
 def _cmd_swe_eval(args: argparse.Namespace) -> int:
 
     from rlgate.swe.harness import HarnessOptions, run_swebench_eval
@@ -329,7 +304,7 @@ def _cmd_swe_eval(args: argparse.Namespace) -> int:
         instance_ids=tuple(args.instance_ids),
         modal=args.modal,
     )
-    run_dir = args.run_dir or Path("swe_runs") / args.run_id
+    run_dir = eval_run_dir(args)
     result = run_swebench_eval(opts, run_dir, allow_pull=args.allow_pull, retry=not args.no_retry)
     print(f"final report: {result.final_report}")
     print(f"attempts: {len(result.attempts)}; record: {result.record}")

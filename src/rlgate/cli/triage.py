@@ -358,13 +358,10 @@ def _notes(
 
 
 def _cmd_triage(args: argparse.Namespace) -> int:
-    from rlgate.cli.runs import _require_file_path
+    from rlgate.cli.history import open_db
     from rlgate.core.io import write_json_atomic, write_text_atomic
-    from rlgate.history.store import open_store
     from rlgate.history.triage import reference_name
 
-    for flag, out in (("--json", args.json_out), ("--junit", args.junit_out)):
-        _require_file_path(flag, out)
     candidate = read_candidate(args.candidate)
     own = candidate.identity(args.run_ids, [args.nightly_id] if args.nightly_id else [])
     by_recipe: dict[str | None, list[Result]] = {}
@@ -373,7 +370,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     labels: list[TriageLabel] = []
     read: list[RecordedRun] = []
     commit = args.baseline_commit
-    with open_store(args.db) as store:
+    with open_db(args.db) as store:
         for recipe, results in by_recipe.items():
             found, history = _triage_recipe(store, results, recipe, args, own)
             labels += found
@@ -389,8 +386,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     for note in _notes(args, labels, read):
         print(f"note: {note}")
     code = exit_code(labels)
-    given = [*args.candidate, *([args.db] if args.db and "://" not in args.db else [])]
-    if args.json_out:
+    if args.json_out:  # outputs never over a candidate or the database (cli.outputs, open_db)
         doc = {
             "main_branch": args.main_branch,
             "baseline_commit": None
@@ -403,7 +399,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             "exit_code": int(code),
             "labels": [lb.to_json() for lb in labels],
         }
-        write_json_atomic(args.json_out, doc, inputs=given)
+        write_json_atomic(args.json_out, doc)
     if args.junit_out:
-        write_text_atomic(args.junit_out, _junit(candidate.checks, labels), inputs=given)
+        write_text_atomic(args.junit_out, _junit(candidate.checks, labels))
     return code

@@ -1,18 +1,23 @@
-"""Small I/O helpers shared by every writer: versioned, atomic, never clobbering inputs.
+"""Small I/O helpers shared by every reader and writer: bounded, atomic, never over an input.
 
 Invariants: every JSON document rlgate writes carries ``schema_version``; files
 are written to a temporary sibling and ``os.replace``d into place, so a crash
-never leaves a half-written report; a path the user passed as an input is never
-overwritten by an output.
+never leaves a half-written report; an output never lands on an input
+(:class:`OutputGuard`: the inputs a command was given or read, the outputs it was asked
+for, one rule between them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +27,310 @@ from rlgate.core.errors import RlgateError
 
 SCHEMA_VERSION = 1
 
+# --- outputs never land on inputs --------------------------------------------------------------
 
-def _check_not_input(path: Path, inputs: Iterable[str | os.PathLike[str]]) -> None:
-    target = path.resolve()
-    for item in inputs:
-        if Path(item).resolve() == target:
-            raise RlgateError(
-                f"refusing to write {path}: it is one of the inputs",
-                hint="choose another output path; rlgate never overwrites what you gave it",
+_KEEP_HINT = "choose an output path outside the inputs; rlgate never overwrites what you gave it"
+
+
+def _real(path: Path) -> Path:
+    """``path`` with ``..`` and every symbolic link resolved (a link loop: as written)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop on Python 3.11
+        return Path(os.path.abspath(path))
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of a regular file: two names of one file share it (a hard link)."""
+    try:
+        info = path.stat()
+    except (OSError, ValueError):
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def _links(path: Path) -> int:
+    try:
+        return path.stat().st_nlink
+    except (OSError, ValueError):
+        return 0
+
+
+def _holds(tree: Path, identity: tuple[int, int]) -> bool:
+    """Whether a file under ``tree`` is the file ``identity`` names (a hard link into it).
+
+    Only asked for an output with more than one name, so the walk is rare; it reads the
+    directory entries' inode numbers (no stat but on a match) and follows no link.
+    """
+    device, inode = identity
+    stack = [tree]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+                    elif entry.inode() == inode and entry.is_file(follow_symlinks=False):
+                        if entry.stat(follow_symlinks=False).st_dev == device:
+                            return True
+        except OSError:
+            continue
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Input:
+    shown: str  # as given or read
+    what: str  # "--recipe", "run manifest", "defaults chain of child.yaml", ...
+    real: Path
+    identity: tuple[int, int] | None
+    tree: bool  # a directory: nothing may be written inside it
+
+    @property
+    def label(self) -> str:
+        return f"{self.what}: {self.shown}" if self.what else self.shown
+
+
+@dataclass(frozen=True, slots=True)
+class _Output:
+    flag: str
+    path: Path
+    real: Path
+    directory: bool  # the command writes files inside it
+
+
+def _named(flag: str, path: str | os.PathLike[str]) -> str:
+    return f"{flag} {os.fspath(path)}" if flag else os.fspath(path)
+
+
+class OutputGuard:
+    """The inputs of one command (given or read) and the outputs it was asked to write.
+
+    One rule, whichever side is known first: an output file may not be an input (the same
+    resolved path: ``..``, a symbolic link, a linked folder), a hard link to one, nor lie
+    inside an input directory (a run directory, SWE results, a tokenizer root: nothing is
+    written inside it); an output directory may not be an input nor lie inside one (an
+    input inside it is refused where a write would land on it). Two outputs may not be the
+    same file.
+
+    Inputs join through :meth:`add_input`: the command line's when the command starts
+    (``rlgate.cli.outputs``, ``check=True``: refused at once), and everything read through
+    this module's readers while the guard is active (:func:`note_input`), such as a
+    recipe's ``defaults:`` chain or a run manifest. Writers consult :meth:`check_write`
+    for a path that is (or is inside) a declared output. What the command wrote itself is
+    not an input when read back (``launch --watch`` updating its own manifest).
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[Path, _Input] = {}
+        self._identities: dict[tuple[int, int], _Input] = {}
+        self._trees: dict[Path, _Input] = {}
+        self._outputs: list[_Output] = []
+        self._written: set[Path] = set()
+
+    # -- inputs --
+
+    def add_input(
+        self,
+        path: str | os.PathLike[str],
+        what: str,
+        *,
+        tree: bool | None = None,
+        check: bool = False,
+    ) -> None:
+        """Record an input (``tree``: a directory; default: whether it is one now).
+
+        With ``check``, a declared output that conflicts with it is refused at once.
+        """
+        given = Path(path)
+        real = _real(given)
+        if real in self._written:
+            return
+        is_tree = given.is_dir() if tree is None else tree
+        item = _Input(os.fspath(path), what, real, None if is_tree else _identity(given), is_tree)
+        table = self._trees if is_tree else self._files
+        if check or real not in table:  # the command line's name wins over a reader's
+            table[real] = item
+            if item.identity is not None:
+                self._identities[item.identity] = item
+        if check:
+            for out in self._outputs:
+                self._refuse(out.flag, out.path, directory=out.directory)
+
+    def conflict(self, path: str | os.PathLike[str], *, directory: bool = False) -> str | None:
+        """Why writing ``path`` would harm an input (a sentence), or None."""
+        out = Path(path)
+        real = _real(out)
+        hit = self._files.get(real) or self._trees.get(real)
+        if hit is not None:
+            how = (
+                "a symbolic link to one of the inputs" if out.is_symlink() else "one of the inputs"
             )
+            return f"it is {how} ({hit.label})"
+        for folder in real.parents:
+            hit = self._trees.get(folder)
+            if hit is not None:
+                what = f" ({hit.what})" if hit.what else ""
+                return f"it is inside the input directory {hit.shown}{what}"
+        identity = None if directory else _identity(out)
+        hit = self._identities.get(identity) if identity is not None else None
+        if hit is None and identity is not None and _links(out) > 1:
+            hit = next((t for t in self._trees.values() if _holds(t.real, identity)), None)
+        if hit is not None:
+            return f"it is a hard link to one of the inputs ({hit.label})"
+        return None
+
+    def input_within(self, folder: str | os.PathLike[str]) -> str | None:
+        """An input at or under ``folder`` (as shown), or None."""
+        root = _real(Path(folder))
+        for item in (*self._files.values(), *self._trees.values()):
+            if item.real == root or root in item.real.parents:
+                return item.label
+        return None
+
+    def _refuse(self, flag: str, path: str | os.PathLike[str], *, directory: bool) -> None:
+        why = self.conflict(path, directory=directory)
+        if why is not None:
+            raise RlgateError(f"refusing to write {_named(flag, path)}: {why}", hint=_KEEP_HINT)
+
+    # -- outputs --
+
+    def add_output(
+        self, path: str | os.PathLike[str], flag: str = "", *, directory: bool = False
+    ) -> None:
+        """Declare an output the user asked for; refuse it now if it cannot be written.
+
+        A file output may not be a directory nor sit under a file; a directory output may
+        not be a file; neither may be an input, or the same as another output.
+        """
+        out = Path(path)
+        _check_shape(out, flag, directory=directory)
+        real = _real(out)
+        for other in self._outputs:
+            if other.real == real:
+                raise RlgateError(
+                    f"{other.flag or other.path} and {flag or out} name the same file ({out}); "
+                    "one would overwrite the other",
+                    hint="give each output its own path",
+                )
+        self._refuse(flag, out, directory=directory)
+        self._outputs.append(_Output(flag, out, real, directory))
+
+    def _covering(self, path: Path) -> _Output | None:
+        real = _real(path)
+        for out in self._outputs:
+            if real == out.real or (out.directory and out.real in real.parents):
+                return out
+        return None
+
+    def check_write(self, path: str | os.PathLike[str]) -> None:
+        """Refuse writing ``path`` when it is (or is inside) a declared output and hits an input.
+
+        Writes elsewhere are rlgate's own records (a run manifest ``watch`` updates, logs
+        it fetched), checked only against the inputs their writer names.
+        """
+        out = self._covering(Path(path))
+        if out is not None:
+            self._refuse(out.flag if out.real == _real(Path(path)) else "", path, directory=False)
+
+    def wrote(self, path: str | os.PathLike[str]) -> None:
+        """Record a file this command wrote: read back later, it is not an input."""
+        self._written.add(_real(Path(path)))
+
+
+_GUARD: ContextVar[OutputGuard | None] = ContextVar("rlgate_output_guard", default=None)
+
+
+@contextlib.contextmanager
+def output_guard() -> Iterator[OutputGuard]:
+    """Make a fresh :class:`OutputGuard` the current one while inside (one per command)."""
+    guard = OutputGuard()
+    token = _GUARD.set(guard)
+    try:
+        yield guard
+    finally:
+        _GUARD.reset(token)
+
+
+def note_input(
+    path: str | os.PathLike[str], what: str, *, tree: bool | None = None, check: bool = False
+) -> None:
+    """Tell the active guard (if any) that ``path`` is an input (:meth:`OutputGuard.add_input`)."""
+    guard = _GUARD.get()
+    if guard is not None:
+        guard.add_input(path, what, tree=tree, check=check)
+
+
+def _check_shape(path: Path, flag: str = "", *, directory: bool = False) -> None:
+    """Refuse an output path that can never be written as asked (naming its option)."""
+    name = _named(flag, path)
+    if directory:
+        if path.exists() and not path.is_dir():
+            raise RlgateError(f"{name} exists and is not a directory")
+        return
+    if path.is_dir():
+        raise RlgateError(f"{name} is a directory", hint="give the path of a file")
+    parent = Path(os.path.abspath(path)).parent
+    while not parent.exists() and not parent.is_symlink() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise RlgateError(f"{name}: {parent} is not a directory")
+
+
+def _explicit(inputs: Iterable[str | os.PathLike[str]]) -> OutputGuard:
+    guard = OutputGuard()
+    for item in inputs:
+        guard.add_input(item, "")
+    return guard
+
+
+def check_output(
+    path: str | os.PathLike[str],
+    *,
+    flag: str = "",
+    directory: bool = False,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+) -> None:
+    """Refuse an output the user asked for that would harm ``inputs`` or the command's inputs.
+
+    The same rule as :class:`OutputGuard`, against ``inputs`` (a directory among them is a
+    tree) and every input of the active guard.
+    """
+    why = output_conflict(path, directory=directory, inputs=inputs)
+    if why is not None:
+        raise RlgateError(f"refusing to write {_named(flag, path)}: {why}", hint=_KEEP_HINT)
+
+
+def output_conflict(
+    path: str | os.PathLike[str],
+    *,
+    directory: bool = False,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+) -> str | None:
+    """Why writing ``path`` would harm one of ``inputs`` or of the active guard, or None."""
+    for guard in (_explicit(inputs), _GUARD.get()):
+        why = guard.conflict(path, directory=directory) if guard is not None else None
+        if why is not None:
+            return why
+    return None
+
+
+def input_within(
+    folder: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = ()
+) -> str | None:
+    """An input of ``inputs`` or of the active guard at or under ``folder``, or None."""
+    for guard in (_explicit(inputs), _GUARD.get()):
+        found = guard.input_within(folder) if guard is not None else None
+        if found is not None:
+            return found
+    return None
+
+
+def _guard_write(out: Path, inputs: Iterable[str | os.PathLike[str]]) -> None:
+    _explicit(inputs)._refuse("", out, directory=False)
+    guard = _GUARD.get()
+    if guard is not None:
+        guard.check_write(out)
 
 
 def write_bytes_atomic(
@@ -39,9 +339,13 @@ def write_bytes_atomic(
     *,
     inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> Path:
-    """Write ``data`` to ``path`` atomically, refusing to overwrite any of ``inputs``."""
+    """Write ``data`` to ``path`` atomically, never over, through or inside an input.
+
+    ``inputs`` are refused as :class:`OutputGuard` refuses them (a directory among them is
+    a tree), and so is every input of the active guard when ``path`` is a declared output.
+    """
     out = Path(path)
-    _check_not_input(out, inputs)
+    _guard_write(out, inputs)
     if out.is_dir():
         raise RlgateError(
             f"cannot write {out}: it is a directory", hint="give a file path for this output"
@@ -61,6 +365,9 @@ def write_bytes_atomic(
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    guard = _GUARD.get()
+    if guard is not None:
+        guard.wrote(out)
     return out
 
 
@@ -152,8 +459,10 @@ def require_regular_file(path: Path, what: str, limit: int) -> None:
     """Refuse what is not a regular file of at most ``limit`` bytes (exit 2, naming it).
 
     A directory, a missing path, a FIFO or device (which would block or never end) and a
-    file over ``limit`` are each one clear error.
+    file over ``limit`` are each one clear error. The file joins the active output guard's
+    inputs (:func:`note_input`).
     """
+    note_input(path, what)
     if not path.is_file():
         kind = "is a directory" if path.is_dir() else "not found"
         if path.exists() and not path.is_dir():
@@ -178,6 +487,8 @@ def read_text(
 ) -> str:
     """Read a text file the user gave: a missing, unreadable or non-UTF-8 file is ``error``.
 
+    The file joins the active output guard's inputs (:func:`note_input`), as ``what``.
+
     Args:
         path: the file.
         what: what the file is, for messages ("nightly list", "site config").
@@ -187,6 +498,7 @@ def read_text(
             for logs, where a crashed writer may leave a torn multi-byte character.
     """
     file = Path(path)
+    note_input(file, what)
     if not file.is_file():
         kind = "a directory, not a file" if file.is_dir() else "not found"
         raise error(f"{what} {kind}: {file}", hint=hint)

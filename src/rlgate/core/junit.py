@@ -33,6 +33,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import DefusedXMLParser
+from defusedxml.ElementTree import iterparse as _iterparse
 from junitparser import (
     Attr,
     Error,
@@ -330,11 +333,41 @@ def write_junit(
 # --- reading ----------------------------------------------------------------------------------
 
 
+class _ProcessingInstruction(ValueError):
+    def __init__(self, target: str) -> None:
+        super().__init__(target)
+        self.target = target
+
+
+class _JunitParser(DefusedXMLParser):
+    """defusedxml's parser with every DTD forbidden, and processing instructions refused.
+
+    A JUnit report needs neither: a document type declaration is where entities are
+    defined (expanded without bound, or read from local files and URLs), and an
+    instruction (``<?xml-stylesheet?>``, ``<?php?>``) is for some other consumer. The XML
+    declaration (``<?xml version="1.0"?>``, which pytest writes) is not an instruction.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(forbid_dtd=True, forbid_entities=True, forbid_external=True)
+        self.parser.ProcessingInstructionHandler = self._instruction
+
+    @staticmethod
+    def _instruction(target: str, data: str) -> None:
+        raise _ProcessingInstruction(target)
+
+
+_NO_DTD_HINT = (
+    "a JUnit report (pytest's --junitxml, rlgate's --junit) has no DTD, entity or "
+    "processing instruction; regenerate it with the tool that wrote it"
+)
+
+
 def _parse_root(path: Path, max_depth: int) -> ET.Element:
     depth = 0
     try:
         with path.open("rb") as fh:
-            events = ET.iterparse(fh, events=("start", "end"))
+            events = _iterparse(fh, events=("start", "end"), parser=_JunitParser())
             for event, _ in events:
                 depth += 1 if event == "start" else -1
                 if depth > max_depth:
@@ -349,6 +382,18 @@ def _parse_root(path: Path, max_depth: int) -> ET.Element:
             hint="the file looks truncated or is not a JUnit report; rerun the tier with "
             "--junitxml / --junit",
         ) from exc
+    except _ProcessingInstruction as exc:
+        raise RlgateError(
+            f"{path}: refusing XML with a processing instruction <?{exc.target[:40]} ...?>",
+            hint=_NO_DTD_HINT,
+        ) from None
+    except DefusedXmlException as exc:  # DTDForbidden (entities need a DTD to be declared)
+        name = str(getattr(exc, "name", None) or "")[:40]
+        raise RlgateError(
+            f"{path}: refusing XML with a document type declaration (<!DOCTYPE {name} ...>): "
+            "a DTD can define entities that expand without bound or read local files",
+            hint=_NO_DTD_HINT,
+        ) from None
     if root.tag not in ("testsuites", "testsuite"):
         raise RlgateError(
             f"{path}: not a JUnit report (root element <{root.tag}>, expected <testsuites> "
@@ -484,8 +529,9 @@ def read_junit(
 ) -> tuple[JunitSuite, ...]:
     """Read a JUnit file (rlgate's or pytest's) into suites of typed testcases.
 
-    The file must be a regular file of at most ``max_bytes``, well-formed XML (expat: no
-    external entities, entity-amplification limit) nested at most ``max_depth`` deep,
+    The file must be a regular file of at most ``max_bytes``, well-formed XML without a DTD
+    (so without entities) or a processing instruction (defusedxml's parser, ``forbid_dtd``),
+    nested at most ``max_depth`` deep,
     rooted at ``<testsuites>``/``<testsuite>``, with every testcase inside a suite, every
     ``time`` a number of seconds >= 0 and every recorded field of its type; anything else is
     an :class:`~rlgate.core.errors.RlgateError` naming the file (and the testcase).

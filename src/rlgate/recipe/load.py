@@ -77,6 +77,7 @@ __all__ = [
     "Recipe",
     "RunFacts",
     "Unresolved",
+    "config_files",
     "flatten",
     "functional_gate",
     "get_path",
@@ -258,6 +259,34 @@ def _load_chain(path: Path, seen: tuple[Path, ...]) -> tuple[DictConfig, list[Pa
         cfg = _merge(base, cfg)
     sources.append(path)
     return cfg, sources
+
+
+def config_files(path: str | os.PathLike[str]) -> tuple[Path, ...]:
+    """Every file of a config's ``defaults:`` chain, parents first and the config last.
+
+    The files :func:`load_recipe` reads, found without merging anything (each is read with
+    :func:`rlgate.core.io.read_yaml`), so a command can keep its outputs off all of them
+    before any work. A file that cannot be read, or whose ``defaults:`` cannot be followed,
+    ends its branch here: :func:`load_recipe` refuses it with its own message.
+    """
+    found: list[Path] = []
+
+    def walk(file: Path, seen: tuple[Path, ...]) -> None:
+        file = file.resolve()
+        if file in seen or file in found:
+            return
+        try:
+            raw = read_yaml(file, what="config file", error=RecipeError)
+            defaults = raw.get("defaults") if isinstance(raw, dict) else None
+            parents = _parent_paths(file, defaults) if defaults is not None else []
+        except RecipeError:
+            parents = []
+        for parent in parents:
+            walk(parent, (*seen, file))
+        found.append(file)
+
+    walk(Path(path), ())
+    return tuple(found)
 
 
 def _apply_overrides(cfg: DictConfig, overrides: Sequence[str]) -> DictConfig:

@@ -28,7 +28,15 @@ from pathlib import Path
 
 from rlgate.checks.document import RunDocument
 from rlgate.core.errors import RlgateError
-from rlgate.core.io import write_bytes_atomic, write_json_atomic, write_text_atomic
+from rlgate.core.io import (
+    check_output,
+    input_within,
+    note_input,
+    output_conflict,
+    write_bytes_atomic,
+    write_json_atomic,
+    write_text_atomic,
+)
 from rlgate.core.results import Outcome, Tier
 from rlgate.history.model import CommitRef, RecordedRun, RunContext
 from rlgate.history.triage import DEFAULT_LAST
@@ -107,7 +115,11 @@ def _paths(items: Sequence[str | os.PathLike[str] | RunMetrics]) -> list[str | o
 def _load_runs(
     paths: Sequence[str | os.PathLike[str]],
 ) -> tuple[tuple[Path, RunDocument], ...]:
-    return tuple((Path(p), load_run_doc(p)) for p in paths)
+    docs = tuple((Path(p), load_run_doc(p)) for p in paths)
+    for path, doc in docs:  # the run a run JSON names is an input too (plots, timing)
+        if Path(doc.run).exists():
+            note_input(doc.run, f"the run {path} names")
+    return docs
 
 
 def _metrics(path: str | os.PathLike[str] | None, what: str, notes: list[str]):
@@ -274,10 +286,6 @@ def _refuse_link(path: Path, what: str) -> None:
         )
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or path.is_relative_to(folder)
-
-
 def prepare_out_dir(
     out: str | os.PathLike[str],
     *,
@@ -288,28 +296,27 @@ def prepare_out_dir(
 
     A non-empty directory rlgate did not create is refused unless ``force``; a symlinked
     marker or ``plots/`` is refused either way (it would lead the writers outside ``out``),
-    and so is an input that is (or is under) one of the outputs, or an input directory
-    ``out`` lies in: nothing the user gave is overwritten.
+    and so is ``out`` being (or lying inside) an input, or one of the files it writes being
+    an input (the same file, a link to one, a hard link): checked against ``inputs`` and
+    every input of the command's output guard (:mod:`rlgate.core.io`), so nothing the user
+    gave is overwritten.
     """
     root = Path(out)
-    if root.exists() and not root.is_dir():
-        raise RlgateError(f"--out {root} exists and is not a directory")
-    resolved = root.resolve()
-    outputs = [resolved / name for name in (OUT_MARKER, *OUTPUT_FILES)]
-    for item in inputs:
-        given = Path(item).resolve()
-        if given == resolved:
-            raise RlgateError(f"--out {root} is one of the inputs", hint="choose another --out")
-        if Path(item).is_dir() and _inside(resolved, given):
+    check_output(root, flag="--out", directory=True, inputs=inputs)
+    for name in (OUT_MARKER, *OUTPUT_FILES):
+        why = output_conflict(root / name, inputs=inputs)
+        if why is not None:
             raise RlgateError(
-                f"--out {root} is inside the input directory {item}",
-                hint="choose an --out outside every input",
-            )
-        if given in outputs or _inside(given, resolved / PLOTS_DIR):
-            raise RlgateError(
-                f"refusing --out {root}: the input {item} is where the report writes an output",
+                f"refusing --out {root}: {root / name} is where the report writes an output, "
+                f"and {why}",
                 hint="choose another --out; rlgate never overwrites what you gave it",
             )
+    held = input_within(root / PLOTS_DIR, inputs)
+    if held is not None:
+        raise RlgateError(
+            f"refusing --out {root}: the input {held} is where the report writes its plots",
+            hint="choose another --out; rlgate never overwrites what you gave it",
+        )
     marker = root / OUT_MARKER
     _refuse_link(marker, f"--out {root}: the marker")
     _refuse_link(root / PLOTS_DIR, f"--out {root}: the plots folder")
@@ -326,8 +333,8 @@ def prepare_out_dir(
     return root
 
 
-def _target(out_dir: Path, rel: str, protected: Sequence[str]) -> Path:
-    """``out_dir/rel``, refused if a link or file stands in its way or an input holds it.
+def _target(out_dir: Path, rel: str) -> Path:
+    """``out_dir/rel``, refused if a symbolic link or a file stands in its way.
 
     The writers replace the final name (``os.replace``): a symbolic link there is replaced,
     never written through. Every folder between ``out_dir`` and the file must be a real one.
@@ -340,15 +347,7 @@ def _target(out_dir: Path, rel: str, protected: Sequence[str]) -> Path:
             raise RlgateError(f"output folder {here} exists and is not a directory")
     if path.is_dir() and not path.is_symlink():
         raise RlgateError(f"output {path} exists and is a directory")
-    final = path.parent.resolve() / path.name
-    for item in protected:
-        given = Path(item)
-        if given.is_dir() and _inside(final, given.resolve()):
-            raise RlgateError(
-                f"refusing to write {path}: it is inside the input directory {item}",
-                hint="choose an --out outside every input",
-            )
-    return path
+    return path  # the writers refuse it over, through or inside an input (core.io)
 
 
 def write_report(report: ReleaseReport, out_dir: Path) -> dict[str, Path]:
@@ -356,9 +355,9 @@ def write_report(report: ReleaseReport, out_dir: Path) -> dict[str, Path]:
     inputs = [*report.protected, *(p for p, _ in report.inputs)]
 
     def target(rel: str) -> Path:
-        return _target(out_dir, rel, inputs)
+        return _target(out_dir, rel)
 
-    written = {}
+    written = {}  # every write refused over, through or inside an input (core.io)
     for fig in report.figures:
         path = target(f"{PLOTS_DIR}/{fig.key}.png")
         written[f"plot:{fig.key}"] = write_bytes_atomic(path, fig.png, inputs=inputs)

@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from rlgate.core.errors import MetricsError
-from rlgate.core.io import json_number, read_text
+from rlgate.core.io import json_number, note_input, read_text
 from rlgate.runs.tfrecord import read_event_file
 
 __all__ = [
@@ -865,8 +865,12 @@ def _samples_to_step(meta: Mapping[str, Any], state: _MlperfState) -> int | None
 
 
 def load_run(path: str | os.PathLike[str]) -> RunMetrics:
-    """Load a log dir, an event file, a metrics.json or an MLPerf log (detected by content)."""
+    """Load a log dir, an event file, a metrics.json or an MLPerf log (detected by content).
+
+    The run (a directory: everything in it) joins the command's output guard's inputs.
+    """
     src = Path(path)
+    note_input(src, "run")
     if not src.exists():
         raise MetricsError(f"run not found: {src}")
     if src.is_dir() or "tfevents" in src.name:

@@ -1,0 +1,317 @@
+"""Every command's path options, declared once: which are outputs, which are inputs.
+
+:func:`guarded` (entered by ``rlgate.cli.app.main`` around every command) opens the
+command's :class:`~rlgate.core.io.OutputGuard`, declares the outputs its options name (with
+their defaults) and then the inputs they name, so an output that is, links to or lies inside
+an input is refused with exit 2 before any work. What the command reads later joins the same
+guard where it is read: every file of ``core.io``'s readers (a recipe's ``defaults:`` chain
+as the loader follows it, a run manifest, a run JSON), the history database when
+:func:`rlgate.cli.history.open_db` opens it, the run directory a run JSON names
+(``report.build``); every writer of ``core.io`` consults the guard before it writes.
+
+``tests/unit/test_output_guard.py`` walks every subparser of
+:func:`rlgate.cli.app.build_parser`: an option in no table here fails it, and so does an
+option named like an output (:data:`OUTPUT_NAMES`) that is not declared as one, so a new
+command's output cannot escape the guard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import enum
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "COMMANDS",
+    "NOT_PATHS",
+    "OUTPUT_NAMES",
+    "Role",
+    "command_key",
+    "guarded",
+    "leaf_commands",
+    "output_like",
+    "role",
+    "unclassified",
+]
+
+
+class Role(enum.Enum):
+    """What a command's option names (the table's values)."""
+
+    FILE_OUT = "an output file"
+    DIR_OUT = "an output directory: the command writes files inside it"
+    PATH = "an input file or directory (a directory: nothing is written inside it)"
+    RECIPE = "a config file and every file of its defaults: chain (or a recipe's name)"
+    CONFIGS = "configs and overrides (recipe check): each config as RECIPE"
+    PAIRS = "MODEL=PATH items: each PATH as PATH"
+    CHECKOUT = "a source checkout: the folder itself is an input, not what lies inside it"
+    ROOT = "a folder of input folders (the tokenizer root): each subfolder is an input"
+    DB = "the history database: an input from when cli.history.open_db opens it"
+    PYTEST = "arguments handed to pytest, which checks its own options"
+    NAME = "not a path here (a recipe name, a date)"
+
+    @property
+    def output(self) -> bool:
+        """Names something the command writes."""
+        return self in (Role.FILE_OUT, Role.DIR_OUT)
+
+    @property
+    def path(self) -> bool:
+        """Names a file system path (an input or an output)."""
+        return self not in (Role.PYTEST, Role.NAME)
+
+
+F, D, P, R = Role.FILE_OUT, Role.DIR_OUT, Role.PATH, Role.RECIPE
+_DB = {"db": Role.DB}
+
+#: Per command (``rlgate <command> [<action>]``): every option that is, or could be taken
+#: for, a path. Options of :data:`NOT_PATHS` need no entry.
+COMMANDS: dict[str, dict[str, Role]] = {
+    "versions": {},
+    "run": {"pytest_args": Role.PYTEST},
+    "recipe check": {"args": Role.CONFIGS, "tokenizers": Role.ROOT, "json_out": F},
+    "check-run": {
+        "run": P,
+        "recipe": R,
+        "baseline": P,
+        "rollouts": P,
+        "band_run": P,
+        "sync_run": P,
+        "json_out": F,
+        "junit_out": F,
+        **_DB,
+    },
+    "launch": {
+        "recipe": R,
+        "site": P,
+        "nemo_rl_dir": Role.CHECKOUT,
+        "tokenizers": Role.ROOT,
+        "run_dir": D,
+    },
+    "watch": {"run_dirs": P, "junit_out": F},
+    "budget": {"nightly": P},
+    "bench rollout": {
+        "recipe": R,
+        "tokenizers": Role.ROOT,
+        "baseline": P,
+        "json_out": F,
+        "plot_out": F,
+    },
+    "swe compare": {
+        "before": P,
+        "after": P,
+        "dataset": P,
+        "recipe": R,
+        "json": F,
+        "junit": F,
+        **_DB,
+    },
+    "swe power": {"json": F},
+    "swe eval": {"predictions": P, "dataset": P, "run_dir": D},
+    "report": {
+        "junit": P,
+        "run": P,
+        "swe": P,
+        "recipe": R,
+        "baseline": P,
+        "band_run": P,
+        "tokenizers": Role.ROOT,
+        "out": D,
+        **_DB,
+    },
+    "history record": {
+        "junit": P,
+        "run_json": P,
+        "swe_json": P,
+        "run_dir": P,
+        "swe_run": Role.PAIRS,
+        "dataset": P,
+        "recipe": R,
+        **_DB,
+    },
+    "history show": {"recipe": Role.NAME, **_DB},
+    "history export": {"out": F, "recipe": Role.NAME, **_DB},
+    "history flaky": {"json_out": F, **_DB},
+    "history prune": {"before": Role.NAME, **_DB},
+    "history promote": _DB,
+    "history demote": _DB,
+    "triage": {"candidate": P, "json_out": F, "junit_out": F, **_DB},
+}
+
+#: Options that are never a path, in any command (counts, names, flags, ids, URLs).
+NOT_PATHS = frozenset(
+    {
+        "after_model", "allow_pull", "alpha", "backend", "baseline_commit", "before_model",
+        "branch", "cancel_stalled", "cap", "check", "commit", "demo", "discordance",
+        "dry_run", "entrypoint", "exclude", "flaky_rate", "follow", "force", "format",
+        "hardware", "instance_ids", "interval", "keep_last", "label", "last", "list",
+        "main_branch", "margin_pp", "max_infra_error_rate", "max_steps", "max_workers",
+        "minutes", "modal", "model", "n", "nightly_id", "no_check", "no_plots", "no_retry",
+        "noise_fraction", "override", "overrides", "parser_lengths", "power", "quiet",
+        "ray_address", "repeats", "resamples", "run_id", "run_ids", "seed", "seeds", "split",
+        "stall_factor", "stall_minutes", "steps", "steps_per_run", "table", "tier",
+        "timeout", "turns", "watch", "help",
+    }
+)  # fmt: skip
+
+#: Option names that say "output": each must be declared FILE_OUT/DIR_OUT (or be one of
+#: :data:`INPUTS_NAMED_LIKE_OUTPUTS`).
+OUTPUT_NAMES = frozenset(
+    {"--json", "--junit", "--out", "--output", "-o", "--csv", "--parquet", "--plot", "--html",
+     "--markdown", "--md", "--xml", "--png", "--save", "--write", "--report", "--dump"}
+)  # fmt: skip
+#: ``rlgate report --junit`` and ``history record --junit`` read JUnit; they write nothing.
+INPUTS_NAMED_LIKE_OUTPUTS = frozenset({("report", "junit"), ("history record", "junit")})
+
+
+def _report_out(args: argparse.Namespace) -> str | None:
+    from rlgate.cli.report import out_dir
+
+    return out_dir(args)
+
+
+def _eval_run_dir(args: argparse.Namespace) -> Path | None:
+    from rlgate.cli.swe import eval_run_dir
+
+    return eval_run_dir(args)
+
+
+#: Where an output goes when its option is not given (the command's own default).
+DEFAULTS: dict[tuple[str, str], Callable[[argparse.Namespace], Any]] = {
+    ("report", "out"): _report_out,
+    ("swe eval", "run_dir"): _eval_run_dir,
+}
+
+
+# --- the walk ---------------------------------------------------------------------------------
+
+
+def command_key(args: argparse.Namespace) -> str:
+    """``"history export"`` for ``rlgate history export ...`` (``args.<command>_command``)."""
+    command = str(args.command)
+    action = getattr(args, f"{command.replace('-', '_')}_command", None)
+    return f"{command} {action}" if action else command
+
+
+def leaf_commands(
+    parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """Every runnable command of ``parser``: (its key, its parser)."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs and prefix:
+        yield " ".join(prefix), parser
+    for action in subs:
+        for name, sub in action.choices.items():
+            yield from leaf_commands(sub, (*prefix, name))
+
+
+def role(key: str, dest: str) -> Role | None:
+    """What option ``dest`` of command ``key`` names (None: nobody said)."""
+    found = COMMANDS.get(key, {}).get(dest)
+    if found is not None:
+        return found
+    return Role.NAME if dest in NOT_PATHS else None
+
+
+def _flag(action: argparse.Action) -> str:
+    longest = max(action.option_strings, key=len, default="")
+    return longest or str(action.metavar or action.dest).upper()
+
+
+def unclassified(parser: argparse.ArgumentParser) -> list[str]:
+    """``"<command>: <flag> (<dest>)"`` for every option no table classifies."""
+    return [
+        f"{key}: {_flag(action)} ({action.dest})"
+        for key, leaf in leaf_commands(parser)
+        for action in leaf._actions
+        if role(key, action.dest) is None
+    ]
+
+
+def output_like(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
+    """(command, dest) of every option taking a value whose name or help says it writes."""
+    found = []
+    for key, leaf in leaf_commands(parser):
+        for action in leaf._actions:
+            if action.nargs == 0:  # a flag (--force "write into ..."), not a path
+                continue
+            helptext = (action.help or "").lower()
+            named = bool(set(action.option_strings) & OUTPUT_NAMES)
+            dest = action.dest
+            if (
+                named
+                or dest == "out"
+                or dest.endswith("_out")
+                or helptext.startswith(("write", "draw", "save", "output"))
+            ):
+                found.append((key, dest))
+    return found
+
+
+# --- the guard --------------------------------------------------------------------------------
+
+
+def _values(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _declare_inputs(guard: Any, role_: Role, flag: str, values: Sequence[Any]) -> None:
+    """Add one option's inputs to ``guard`` (refused at once against its outputs)."""
+    if role_ is Role.CONFIGS:
+        from rlgate.cli.app import split_configs_and_overrides
+
+        values = split_configs_and_overrides([str(v) for v in values])[0]
+        role_ = Role.RECIPE
+    for value in values:
+        if role_ is Role.PAIRS:
+            value = str(value).partition("=")[2] or value
+        if role_ is Role.RECIPE:
+            from rlgate.recipe.load import config_files  # OmegaConf: only for a recipe
+
+            *parents, _ = config_files(value)
+            for parent in parents:
+                guard.add_input(parent, f"defaults chain of {value}", check=True)
+        if role_ is Role.ROOT:
+            with contextlib.suppress(OSError):
+                for sub in sorted(p for p in Path(value).iterdir() if p.is_dir()):
+                    guard.add_input(sub, f"a tokenizer of {flag}", tree=True, check=True)
+            role_ = Role.CHECKOUT
+        guard.add_input(value, flag, tree=False if role_ is Role.CHECKOUT else None, check=True)
+
+
+@contextlib.contextmanager
+def guarded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Iterator[Any]:
+    """The command's output guard, its outputs and command-line inputs declared (or None).
+
+    A command asked to write nothing opens no guard: there is nothing to keep apart.
+    """
+    key = command_key(args)
+    table = COMMANDS.get(key, {})
+    leaf = dict(leaf_commands(parser)).get(key)
+    actions = {a.dest: a for a in leaf._actions} if leaf is not None else {}
+    outputs = []
+    for dest, what in table.items():
+        if what.output:
+            value = getattr(args, dest, None)
+            if value is None and (key, dest) in DEFAULTS:
+                value = DEFAULTS[key, dest](args)
+            if value is not None:
+                outputs.append((_flag(actions[dest]) if dest in actions else dest, value, what))
+    if not outputs:
+        yield None
+        return
+    from rlgate.core.io import output_guard
+
+    with output_guard() as guard:
+        for flag, value, what in outputs:
+            guard.add_output(value, flag, directory=what is Role.DIR_OUT)
+        for dest, what in table.items():
+            if what.path and not what.output and what is not Role.DB:
+                flag = _flag(actions[dest]) if dest in actions else dest
+                _declare_inputs(guard, what, flag, _values(getattr(args, dest, None)))
+        yield guard

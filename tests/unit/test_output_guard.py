@@ -1,0 +1,476 @@
+"""No output of any command lands on, links to or lies inside one of its inputs (issue 18).
+
+Regression stories: ``recipe check child.yaml --json base/parent.yaml`` overwrote a file of
+the config's ``defaults:`` chain (only the configs named on the command line were compared);
+``check-run --junit RUN/…`` and ``watch RUN --junit RUN/driver.log`` wrote inside the run
+directory they read; an output that was a hard link to an input, or a report file linked to
+one, was written; an output named like the history database's ``-wal`` file was written.
+Each command kept its own partial list of inputs. Now every command declares its path
+options once (:mod:`rlgate.cli.outputs`), readers add what they read, and every writer
+consults the one guard (:class:`rlgate.core.io.OutputGuard`).
+
+Every case runs the real command on real files and asserts exit 2, one ``rlgate: error:``
+line (plus an optional hint), the input's bytes unchanged and nothing created.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from rlgate.cli import outputs
+from rlgate.cli.app import build_parser, main
+from rlgate.testing.corpus import Fault, corpus_recipe
+
+from .helpers import report_inputs as ri
+from .helpers.corpus_build import corpus
+
+# --- inputs made by the real producers ----------------------------------------------------------
+
+
+def chain(tmp: Path) -> tuple[Path, Path]:
+    """``recipes/child.yaml`` whose ``defaults:`` is ``base/parent.yaml`` (the corpus recipe)."""
+    parent = tmp / "recipes" / "base" / "parent.yaml"
+    parent.parent.mkdir(parents=True, exist_ok=True)
+    parent.write_text(corpus_recipe(), encoding="utf-8")
+    child = tmp / "recipes" / "child.yaml"
+    child.write_text("defaults: base/parent.yaml\n", encoding="utf-8")
+    return child, parent
+
+
+def run_dir(tmp: Path) -> Path:
+    """A copy of the corpus's healthy TensorBoard run (NeMo RL's tag names)."""
+    return Path(shutil.copytree(corpus().runs[Fault.HEALTHY], tmp / "run"))
+
+
+def event_file(run: Path) -> Path:
+    return next(p for p in sorted(run.rglob("*")) if "tfevents" in p.name)
+
+
+def history_db(tmp: Path) -> Path:
+    """An SQLite history database holding one recorded run (rlgate's own writer)."""
+    db = tmp / "h.db"
+    code = main(["history", "record", "--db", str(db), "--junit", str(ri.functional_passing()),
+                 "--recipe", "r", "--run-id", "seed"])  # fmt: skip
+    assert code == 0
+    return db
+
+
+def hard_link(target: Path, link: Path) -> Path:
+    os.link(target, link)
+    return link
+
+
+def tokenizer_root(tmp: Path) -> Path:
+    root = tmp / "tok" / "qwen3.5-35b-a3b"
+    root.mkdir(parents=True)
+    (root / "tokenizer_config.json").write_text('{"model_max_length": 262144}')
+    return root.parent
+
+
+# --- the cases ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    argv: list[str]
+    keep: list[Path]  # inputs whose bytes must not change
+    says: str  # in the one error line
+    absent: tuple[Path, ...] = ()  # must not be created
+
+
+Builder = Callable[[Path], Case]
+
+
+def _recipe_check_chain(tmp: Path) -> Case:
+    child, parent = chain(tmp)
+    return Case(["recipe", "check", str(child), "--json", str(parent)], [parent, child],
+                "one of the inputs (defaults chain of")  # fmt: skip
+
+
+def _recipe_check_hard_link(tmp: Path) -> Case:
+    child, parent = chain(tmp)
+    link = hard_link(child, tmp / "out.json")
+    return Case(["recipe", "check", str(child), "--json", str(link)], [child, parent],
+                "hard link to one of the inputs")  # fmt: skip
+
+
+def _recipe_check_dotdot(tmp: Path) -> Case:
+    child, _ = chain(tmp)
+    out = child.parent / "base" / ".." / child.name
+    return Case(["recipe", "check", str(child), "--json", str(out)], [child], "one of the inputs")
+
+
+def _recipe_check_tokenizers(tmp: Path) -> Case:
+    child, _ = chain(tmp)
+    tok = tokenizer_root(tmp)
+    out = tok / "qwen3.5-35b-a3b" / "tokenizer_config.json"
+    return Case(["recipe", "check", str(child), "--tokenizers", str(tok), "--json", str(out)],
+                [out], "inside the input directory")  # fmt: skip
+
+
+def _check_run(tmp: Path, *extra: str) -> list[str]:
+    child, _ = chain(tmp)
+    return ["check-run", str(run_dir(tmp)), "--recipe", str(child), *extra]
+
+
+def _check_run_chain(tmp: Path) -> Case:
+    parent = tmp / "recipes" / "base" / "parent.yaml"
+    argv = _check_run(tmp, "--json", str(parent))
+    return Case(argv, [parent], "one of the inputs (defaults chain of")
+
+
+def _check_run_event_file(tmp: Path) -> Case:
+    argv = _check_run(tmp)
+    events = event_file(tmp / "run")
+    return Case([*argv, "--junit", str(events)], [events], "inside the input directory")
+
+
+def _check_run_new_file_in_run(tmp: Path) -> Case:
+    argv = _check_run(tmp)
+    out = tmp / "run" / "gate.json"
+    return Case([*argv, "--json", str(out)], [event_file(tmp / "run")],
+                "inside the input directory", (out,))  # fmt: skip
+
+
+def _check_run_symlinked_run(tmp: Path) -> Case:
+    argv = _check_run(tmp)
+    (tmp / "alias").symlink_to(tmp / "run", target_is_directory=True)
+    out = tmp / "alias" / "gate.xml"
+    return Case([*argv, "--junit", str(out)], [event_file(tmp / "run")],
+                "inside the input directory", (tmp / "run" / "gate.xml",))  # fmt: skip
+
+
+def _check_run_db(tmp: Path) -> Case:
+    db = history_db(tmp)
+    argv = _check_run(tmp, "--db", str(db), "--json", str(db))
+    return Case(argv, [db], "one of the inputs (the history database")
+
+
+def _check_run_db_wal(tmp: Path) -> Case:
+    db = history_db(tmp)
+    wal = Path(f"{db}-wal")
+    argv = _check_run(tmp, "--db", str(db), "--junit", str(wal))
+    return Case(argv, [db], "one of the inputs (the history database", (wal,))
+
+
+def _check_run_rollouts_link(tmp: Path) -> Case:
+    rollouts = Path(shutil.copy(corpus().rollouts["healthy"], tmp / "rollouts.jsonl"))
+    link = hard_link(rollouts, tmp / "gate.json")
+    argv = _check_run(tmp, "--rollouts", str(rollouts), "--json", str(link))
+    return Case(argv, [rollouts], "hard link to one of the inputs")
+
+
+def _swe_maps(tmp: Path) -> tuple[Path, list[Path], list[Path]]:
+    from rlgate.demo.build import BUNDLED_INSTANCES, write_demo_swe
+
+    dataset = Path(shutil.copy(BUNDLED_INSTANCES, tmp / "dataset.json"))
+    ids = [row["instance_id"] for row in json.loads(dataset.read_text())]
+    before, after = write_demo_swe(tmp / "maps", ids, seeds=2, seed=1)
+    return dataset, before, after
+
+
+def _swe(tmp: Path, *extra: str) -> tuple[list[str], Path, list[Path], list[Path]]:
+    dataset, before, after = _swe_maps(tmp)
+    argv = ["swe", "compare", "--before", *map(str, before), "--after", *map(str, after),
+            "--dataset", str(dataset), "--resamples", "100", *extra]  # fmt: skip
+    return argv, dataset, before, after
+
+
+def _swe_hard_link(tmp: Path) -> Case:
+    argv, _, _, after = _swe(tmp)
+    link = hard_link(after[0], tmp / "swe.json")
+    return Case([*argv, "--json", str(link)], after, "hard link to one of the inputs")
+
+
+def _swe_symlinked_dataset(tmp: Path) -> Case:
+    argv, dataset, _, _ = _swe(tmp)
+    (tmp / "swe.xml").symlink_to(dataset)
+    return Case([*argv, "--junit", str(tmp / "swe.xml")], [dataset],
+                "symbolic link to one of the inputs")  # fmt: skip
+
+
+def _swe_result_dir(tmp: Path) -> Case:
+    argv, _, _, after = _swe(tmp)
+    out = after[0].parent / "swe.json"  # the folder holds the maps: not an input directory
+    argv[argv.index("--after") + 1 : argv.index("--dataset")] = [str(after[0].parent)]
+    return Case([*argv, "--json", str(out)], after, "inside the input directory", (out,))
+
+
+def _swe_eval_run_dir_in_dataset(tmp: Path) -> Case:
+    dataset = tmp / "SWE-bench_Verified"
+    dataset.mkdir()
+    (dataset / "test.parquet").write_bytes(b"PAR1")
+    preds = tmp / "preds.jsonl"
+    preds.write_text('{"instance_id": "a__b-1", "model_name_or_path": "m", "model_patch": ""}\n')
+    argv = ["swe", "eval", "--predictions", str(preds), "--run-id", "r", "--dataset",
+            str(dataset), "--run-dir", str(dataset / "r")]  # fmt: skip
+    return Case(argv, [preds, dataset / "test.parquet"], "inside the input directory",
+                (dataset / "r",))  # fmt: skip
+
+
+def _watch(tmp: Path, out: Callable[[Path], Path], says: str) -> Case:
+    from .helpers.launch_fixtures import launch_local, stop_local_run, wait_for
+
+    run = launch_local(tmp)
+    try:
+        wait_for(lambda: (run / "launch" / "exit_status").is_file())
+    finally:
+        stop_local_run(run)
+    log = run / "driver.log"
+    return Case(["watch", str(run), "--interval", "0.2", "--junit", str(out(run))], [log], says)
+
+
+def _watch_driver_log(tmp: Path) -> Case:
+    return _watch(tmp, lambda run: run / "driver.log", "inside the input directory")
+
+
+def _watch_linked_log(tmp: Path) -> Case:
+    return _watch(tmp, lambda run: hard_link(run / "driver.log", tmp / "watch.xml"),
+                  "hard link to one of the inputs")  # fmt: skip
+
+
+def _report(tmp: Path, out: Path, *extra: str) -> list[str]:
+    full = ri.full_set()
+    return ["report", "--junit", *map(str, full["junit"]), "--run", str(full["runs"][0]),
+            "--swe", str(tmp / "swe.json"), "--out", str(out), "--no-plots", *extra]  # fmt: skip
+
+
+def _report_swe(tmp: Path) -> Path:
+    return Path(shutil.copy(ri.full_set()["swe"], tmp / "swe.json"))
+
+
+def _report_linked_output(tmp: Path) -> Case:
+    swe = _report_swe(tmp)
+    out = tmp / "out"
+    out.mkdir()
+    hard_link(swe, out / "report.json")
+    return Case([*_report(tmp, out), "--force"], [swe], "where the report writes an output")
+
+
+def _report_symlinked_output(tmp: Path) -> Case:
+    swe = _report_swe(tmp)
+    out = tmp / "out"
+    out.mkdir()
+    (out / "junit.xml").symlink_to(swe)
+    return Case([*_report(tmp, out), "--force"], [swe], "where the report writes an output")
+
+
+def _report_in_tokenizers(tmp: Path) -> Case:
+    _report_swe(tmp)
+    tok = tokenizer_root(tmp)
+    out = tok / "qwen3.5-35b-a3b" / "report"
+    return Case(_report(tmp, out, "--tokenizers", str(tok)), [], "inside the input directory",
+                (out,))  # fmt: skip
+
+
+def _report_baseline_dir(tmp: Path) -> Case:
+    _report_swe(tmp)
+    base = run_dir(tmp)
+    argv = _report(tmp, base / "report", "--baseline", str(base))
+    return Case(argv, [event_file(base)], "inside the input directory", (base / "report",))
+
+
+def _export_linked_db(tmp: Path) -> Case:
+    db = history_db(tmp)
+    link = hard_link(db, tmp / "results.csv")
+    return Case(["history", "export", str(link), "--db", str(db)], [db],
+                "hard link to one of the inputs")  # fmt: skip
+
+
+def _export_wal(tmp: Path) -> Case:
+    db = history_db(tmp)
+    wal = Path(f"{db}-wal")
+    return Case(["history", "export", str(wal), "--db", str(db), "--format", "csv"], [db],
+                "one of the inputs (the history database", (wal,))  # fmt: skip
+
+
+def _flaky_linked_db(tmp: Path) -> Case:
+    db = history_db(tmp)
+    link = hard_link(db, tmp / "flaky.json")
+    return Case(["history", "flaky", "--db", str(db), "--json", str(link)], [db],
+                "hard link to one of the inputs")  # fmt: skip
+
+
+def _triage(tmp: Path, *extra: str) -> tuple[list[str], Path]:
+    candidate = Path(shutil.copy(ri.check_run(Fault.HEALTHY)[0], tmp / "run.json"))
+    return ["triage", "--candidate", str(candidate), *extra], candidate
+
+
+def _triage_linked_candidate(tmp: Path) -> Case:
+    argv, candidate = _triage(tmp, "--db", str(tmp / "h.db"))
+    link = hard_link(candidate, tmp / "triage.json")
+    return Case([*argv, "--json", str(link)], [candidate], "hard link to one of the inputs")
+
+
+def _triage_db_shm(tmp: Path) -> Case:
+    db = history_db(tmp)
+    argv, candidate = _triage(tmp, "--db", str(db), "--json", f"{db}-shm")
+    return Case(argv, [db, candidate], "one of the inputs (the history database",
+                (Path(f"{db}-shm"),))  # fmt: skip
+
+
+def _triage_junit_dotdot(tmp: Path) -> Case:
+    argv, candidate = _triage(tmp, "--db", str(tmp / "h.db"))
+    out = tmp / "sub" / ".." / candidate.name
+    return Case([*argv, "--junit", str(out)], [candidate], "one of the inputs (--candidate: ")
+
+
+def _check_run_band_from_recipe(tmp: Path) -> Case:
+    """A band run the recipe's ``rlgate.band.runs`` glob finds is an input too (load_run)."""
+    child, _ = chain(tmp)
+    band = Path(shutil.copytree(corpus().band_runs[0], child.parent / "band" / "seed_0"))
+    out = band / "gate.json"
+    argv = ["check-run", str(run_dir(tmp)), "--recipe", str(child), "--json", str(out)]
+    return Case(argv, [event_file(band)], "inside the input directory", (out,))
+
+
+def _bench_chain(tmp: Path) -> Case:
+    child, parent = chain(tmp)
+    return Case(["bench", "rollout", "--recipe", str(child), "--json", str(parent)], [parent],
+                "one of the inputs (defaults chain of")  # fmt: skip
+
+
+def _bench_linked_baseline(tmp: Path) -> Case:
+    child, _ = chain(tmp)
+    baseline = tmp / "baseline.json"
+    baseline.write_text("{}")
+    link = hard_link(baseline, tmp / "bench.png")
+    argv = ["bench", "rollout", "--recipe", str(child), "--baseline", str(baseline),
+            "--plot", str(link)]  # fmt: skip
+    return Case(argv, [baseline], "hard link to one of the inputs")
+
+
+def _launch_in_tokenizers(tmp: Path) -> Case:
+    from .helpers.launch_fixtures import ONE_NODE, recipe_named
+
+    recipe = recipe_named(tmp, "r")
+    tok = tokenizer_root(tmp)
+    argv = ["launch", str(recipe), *ONE_NODE, "--backend", "local", "--dry-run", "--no-check",
+            "--tokenizers", str(tok), "--run-dir", str(tok / "qwen3.5-35b-a3b")]  # fmt: skip
+    return Case(argv, [recipe], "one of the inputs (a tokenizer of --tokenizers")
+
+
+CASES: dict[str, Builder] = {
+    "recipe_check-json-defaults_chain": _recipe_check_chain,
+    "recipe_check-json-hard_link": _recipe_check_hard_link,
+    "recipe_check-json-dotdot": _recipe_check_dotdot,
+    "recipe_check-json-tokenizer_dir": _recipe_check_tokenizers,
+    "check_run-json-defaults_chain": _check_run_chain,
+    "check_run-junit-event_file_of_run": _check_run_event_file,
+    "check_run-json-new_file_in_run": _check_run_new_file_in_run,
+    "check_run-junit-through_symlinked_run": _check_run_symlinked_run,
+    "check_run-json-history_db": _check_run_db,
+    "check_run-junit-history_db_wal": _check_run_db_wal,
+    "check_run-json-hard_link_to_rollouts": _check_run_rollouts_link,
+    "swe_compare-json-hard_link_to_a_map": _swe_hard_link,
+    "swe_compare-junit-symlink_to_dataset": _swe_symlinked_dataset,
+    "swe_compare-json-in_result_dir": _swe_result_dir,
+    "swe_eval-run_dir-in_dataset_dir": _swe_eval_run_dir_in_dataset,
+    "watch-junit-driver_log": _watch_driver_log,
+    "watch-junit-hard_link_to_driver_log": _watch_linked_log,
+    "report-out-hard_link_at_report_json": _report_linked_output,
+    "report-out-symlink_at_junit_xml": _report_symlinked_output,
+    "report-out-in_tokenizer_dir": _report_in_tokenizers,
+    "report-out-in_baseline_run": _report_baseline_dir,
+    "history_export-out-hard_link_to_db": _export_linked_db,
+    "history_export-out-db_wal": _export_wal,
+    "history_flaky-json-hard_link_to_db": _flaky_linked_db,
+    "triage-json-hard_link_to_candidate": _triage_linked_candidate,
+    "triage-json-history_db_shm": _triage_db_shm,
+    "triage-junit-dotdot_to_candidate": _triage_junit_dotdot,
+    "check_run-json-in_band_run_of_recipe_glob": _check_run_band_from_recipe,
+    "bench_rollout-json-defaults_chain": _bench_chain,
+    "bench_rollout-plot-hard_link_to_baseline": _bench_linked_baseline,
+    "launch-run_dir-in_tokenizer_dir": _launch_in_tokenizers,
+}
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) in (1, 2) and lines[0].startswith("rlgate: error: "), err
+    assert len(lines) == 1 or lines[1].startswith("  hint: "), err
+    assert "Traceback" not in err and "internal error" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_an_output_on_an_input_is_exit_2_and_the_input_is_kept(tmp_path, capsys, name) -> None:
+    case = CASES[name](tmp_path)
+    kept = {path: path.read_bytes() for path in case.keep}
+    capsys.readouterr()
+    code = main(case.argv)
+    out, err = capsys.readouterr()
+    assert code == 2, out + err
+    assert case.says in _one_line(err)
+    assert {path: path.read_bytes() for path in case.keep} == kept
+    for path in case.absent:
+        assert not path.exists() and not path.is_symlink(), path
+
+
+# --- every output option of every command is declared ---------------------------------------------
+
+
+def test_every_option_of_every_command_is_classified() -> None:
+    """A new option must say what it is (rlgate.cli.outputs.COMMANDS or NOT_PATHS)."""
+    assert outputs.unclassified(build_parser()) == []
+
+
+def test_every_output_looking_option_is_a_declared_output() -> None:
+    found = outputs.output_like(build_parser())
+    assert found, "the walk found no output option at all"
+    roles = {(key, dest): outputs.role(key, dest) for key, dest in found}
+    named_like = outputs.INPUTS_NAMED_LIKE_OUTPUTS
+    wrong = {k: r for k, r in roles.items() if not r.output and k not in named_like}
+    assert wrong == {}
+    # the ones the issue names, so the walk cannot pass by finding nothing
+    assert {("check-run", "json_out"), ("check-run", "junit_out"), ("watch", "junit_out"),
+            ("recipe check", "json_out"), ("report", "out"), ("history export", "out"),
+            ("swe compare", "junit"), ("bench rollout", "plot_out")} <= set(found)  # fmt: skip
+
+
+def test_the_tables_name_only_commands_and_options_that_exist() -> None:
+    parsers = dict(outputs.leaf_commands(build_parser()))
+    assert set(outputs.COMMANDS) == set(parsers)
+    for key, table in outputs.COMMANDS.items():
+        dests = {a.dest for a in parsers[key]._actions}
+        assert set(table) <= dests, (key, set(table) - dests)
+    every = {a.dest for p in parsers.values() for a in p._actions}
+    assert outputs.NOT_PATHS <= every
+    paths = {d for t in outputs.COMMANDS.values() for d, r in t.items() if r.path}
+    assert not outputs.NOT_PATHS & paths  # a name that is a path somewhere is declared per command
+
+
+def test_the_walk_catches_a_new_output_option() -> None:
+    parser = build_parser()
+    leaf = dict(outputs.leaf_commands(parser))["history show"]
+    leaf.add_argument("--csv", dest="csv_out", help="write the trend as CSV here")
+    assert outputs.unclassified(parser) == ["history show: --csv (csv_out)"]
+    assert ("history show", "csv_out") in outputs.output_like(parser)
+
+
+def test_nested_commands_name_their_subparser_dest_as_the_guard_reads_it() -> None:
+    """``main`` finds a command's table from ``args.command`` + ``args.<command>_command``."""
+    top = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in top.choices.items():
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                assert action.dest == f"{name}_command"
+                for sub in action.choices:
+                    args = argparse.Namespace(command=name, **{action.dest: sub})
+                    assert outputs.command_key(args) == f"{name} {sub}"
+        if not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):
+            assert outputs.command_key(argparse.Namespace(command=name)) == name
+
+
+def test_a_command_without_outputs_opens_no_guard(tmp_path) -> None:
+    args = argparse.Namespace(command="budget", nightly=str(tmp_path / "n.yaml"), cap=None)
+    with outputs.guarded(build_parser(), args) as guard:
+        assert guard is None

@@ -29,6 +29,7 @@ from rlgate.core.options import (
     ROLLOUTS,
     SYNC_RUN,
     TOKENIZERS,
+    Extend,
 )
 from rlgate.core.validate import poll_seconds, positive_float, positive_int
 
@@ -446,7 +447,7 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--parser-lengths",
         type=positive_int,
-        nargs="+",
+        action=Extend,
         metavar="TOKENS",
         help="model-output lengths for the parser bench (default: 1024 4096 16384)",
     )

@@ -21,7 +21,7 @@ from rlgate.cli import report as _cli_report
 from rlgate.cli import runs as _cli_runs
 from rlgate.cli import swe as _cli_swe
 from rlgate.cli import triage as _cli_triage
-from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.errors import EXIT_ORDER_TEXT, ExitCode, RlgateError, worst_exit_code
 from rlgate.core.extras import missing_module_error
 from rlgate.core.options import TOKENIZERS
 from rlgate.core.text import printable
@@ -151,15 +151,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 # --- rlgate recipe check ------------------------------------------------------
 
-# Worst first: an internal error (nothing can be trusted), an input that could not be
-# checked at all, an incompatible config, checks that could not run here, all passed.
-_RECIPE_EXIT_ORDER = (
-    ExitCode.INTERNAL,
-    ExitCode.USAGE,
-    ExitCode.FAIL,
-    ExitCode.INFRA,
-    ExitCode.OK,
-)
 RECIPE_CHECK_JSON_VERSION = 2
 
 
@@ -168,12 +159,6 @@ def split_configs_and_overrides(args: Sequence[str]) -> tuple[list[str], list[st
     overrides = [a for a in args if "=" in a or a.startswith(("~", "+"))]
     configs = [a for a in args if a not in overrides]
     return configs, overrides
-
-
-def worst_exit_code(codes: Sequence[int]) -> int:
-    """The worst of several configs' exit codes (order: 70 > 2 > 1 > 3 > 0)."""
-    rank = {int(c): i for i, c in enumerate(_RECIPE_EXIT_ORDER)}
-    return min(codes, key=lambda c: rank.get(int(c), 0), default=int(ExitCode.USAGE))
 
 
 def _add_recipe(sub: argparse._SubParsersAction) -> None:
@@ -187,7 +172,7 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
         "message per problem), 3 when no error was found but checks could not run here "
         "(e.g. the tokenizer is not available offline), 2 on bad input (unreadable file, "
         "not a GRPO config, bad override), 70 on a bug in rlgate. With several configs: "
-        "the worst of them, in the order 70 > 2 > 1 > 3 > 0.",
+        f"the worst of them, in the order {EXIT_ORDER_TEXT}.",
     )
     c.add_argument(
         "args",

@@ -20,7 +20,7 @@ from rlgate.cli.history import (
     record,
     refuse_recorded,
 )
-from rlgate.core.errors import ExitCode, LaunchError, RlgateError
+from rlgate.core.errors import EXIT_ORDER_TEXT, ExitCode, LaunchError, RlgateError, worst_exit_code
 from rlgate.core.options import (
     BAND_RUN,
     BASELINE,
@@ -293,7 +293,9 @@ def add_watch(sub: argparse._SubParsersAction) -> None:
         "watch",
         help="follow launched runs to their end; non-zero if one died, stopped short or stalled",
         description="Exit 0 when every run completed its target step, 1 when one died or "
-        "stopped short, 3 on an infrastructure failure, a timeout or a stalled run.",
+        "stopped short, 3 on an infrastructure failure, a timeout or a stalled run, 2 on an "
+        "invalid run directory or manifest. With several runs: the worst of them, in the "
+        f"order {EXIT_ORDER_TEXT} (a failed run is never hidden by a stalled one).",
     )
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="directory from rlgate launch")
     p.add_argument("--interval", type=poll_seconds, default=60.0, help="seconds between polls")
@@ -358,7 +360,7 @@ def _watch_dirs(
     from rlgate.launch.manifest import MANIFEST_NAME
     from rlgate.launch.watch import run_result, watch_run
 
-    worst = ExitCode.OK
+    codes: list[int] = []
     cases = []
     for run_dir in run_dirs:
         name = os.path.basename(os.path.normpath(run_dir))
@@ -377,10 +379,10 @@ def _watch_dirs(
             )
         except RlgateError as exc:
             print(f"rlgate: error: {name}: {exc}", file=sys.stderr)
-            worst = max(worst, exc.exit_code)
+            codes.append(exc.exit_code)
             continue
         print(f"{name}: {result.status.value.upper()}: {result.message}")
-        worst = max(worst, result.exit_code)
+        codes.append(result.exit_code)
         recipe = result.manifest.recipe.name
         facts = {"recipe": recipe, "run_dir": result.manifest.run_dir}
         check = run_result(result)
@@ -389,7 +391,7 @@ def _watch_dirs(
         manifests = [os.path.join(d, MANIFEST_NAME) for d in run_dirs]  # never over one
         suite = JunitSuite.of("rlgate.watch", cases)
         write_text_atomic(junit, write_junit([suite]), inputs=manifests)
-    return worst
+    return worst_exit_code(codes)
 
 
 def add_budget(sub: argparse._SubParsersAction) -> None:

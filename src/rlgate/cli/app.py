@@ -1,8 +1,11 @@
 """The ``rlgate`` command line: parse arguments, call library functions, map errors to exit codes.
 
 Exit codes: 0 pass, 1 a gate/check failed, 2 usage or invalid input, 3 infrastructure,
-70 an internal error (a bug in rlgate), 130 interrupted.
-Exceptions become messages in exactly one place (:func:`_handle_errors`).
+70 an internal error (a bug in rlgate), 130 interrupted; several inputs' codes combine in
+the order of :data:`rlgate.core.errors.EXIT_ORDER`.
+Exceptions become messages in exactly one place (:func:`_handle_errors`). Everything the
+CLI prints, argparse's usage errors and help included, goes through ``printable``
+(``rlgate run`` hands the terminal to pytest once its arguments are parsed).
 """
 
 from __future__ import annotations
@@ -346,9 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code."""
-    parser = build_parser()
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; a usage error exits 2 with argparse's message (SystemExit)."""
     # `rlgate run TIER <pytest args>` forwards unknown options (e.g. --swe-before X) to pytest.
     args, unknown = parser.parse_known_args(argv)
     # `rlgate recipe check A.yaml --json o.json B.yaml k=v`: argparse stops the positional
@@ -360,6 +362,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "command", None) != "run":
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         args.pytest_args = [*unknown, *args.pytest_args]
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    parser = build_parser()
+    # argparse prints usage errors and --help itself (and exits): through the guard too, so
+    # an argument it echoes (`rlgate history show R $'\x1b]0;title\x07'`) stays inert.
+    with _printable_streams():
+        args = _parse(parser, argv)
     # `rlgate run` hands the terminal to pytest (colours); every other command's output is
     # made printable, so no untrusted name or message reaches the terminal raw.
     guard = contextlib.nullcontext() if args.command == "run" else _printable_streams()

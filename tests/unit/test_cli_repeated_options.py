@@ -16,7 +16,8 @@ import pytest
 from rlgate.cli.app import build_parser
 from rlgate.core.options import PLUGIN_OPTIONS
 
-CANDIDATES = ("1", "2", "0.5", "0.25", "a=b", "c=d", "x", "y")
+CANDIDATES = ("1", "2", "0.5", "0.25", "200", "300", "a=b", "c=d", "x", "y")
+CANDIDATES += ("abcdef1", "1234567", "2026-01-01", "2026-02-01")
 
 
 def _commands(
@@ -134,3 +135,41 @@ def test_the_plugins_list_options_keep_every_value_too():
     assert args.swe_before == ["a", "b", "c"]
     args = parser.parse_args(["--rlgate-band-run", "a", "--band-run", "b"])
     assert args.band_run == ["a", "b"]
+
+
+def _single_value_options() -> list[tuple[tuple[str, ...], str]]:
+    return [
+        (words, action.option_strings[-1])
+        for words, parser in _commands(build_parser())
+        for action in parser._actions
+        if action.option_strings
+        and action.nargs in (None, "?")
+        and not _takes_a_list(action)
+        and not isinstance(action, argparse._HelpAction | argparse._StoreConstAction)
+    ]
+
+
+SINGLE = _single_value_options()
+
+
+def test_the_walk_finds_the_single_value_options():
+    found = {(" ".join(words), flag) for words, flag in SINGLE}
+    assert {("report", "--swe"), ("report", "--recipe"), ("watch", "--junit")} <= found
+
+
+@pytest.mark.parametrize(("words", "flag"), SINGLE, ids=[f"{' '.join(w)} {f}" for w, f in SINGLE])
+def test_a_single_value_option_given_twice_is_a_usage_error(words, flag, capsys):
+    """`report --swe A --swe B` used to drop A silently (the last one won)."""
+    parser = build_parser()
+    leaf = dict(_commands(parser))[words]
+    action = next(a for a in leaf._actions if flag in a.option_strings)
+    first, second = _values(action)
+    base = [*words, *_required(leaf, action)]
+    once = parser.parse_args([*base, flag, second])
+    assert getattr(once, action.dest) == _convert(action, second)
+    assert not hasattr(once, "_rlgate_given")
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args([*base, flag, first, flag, second])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {'/'.join(action.option_strings)}: given twice" in err, err

@@ -17,7 +17,7 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from rlgate.cli import history as _cli_history
 from rlgate.cli import report as _cli_report
@@ -326,9 +326,54 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
 # --- parser --------------------------------------------------------------------
 
 
+_GIVEN = "_rlgate_given"  # the namespace's record of the single-value options given
+
+
+class _StoreOnce(argparse.Action):
+    """argparse's ``store``, but a second occurrence is a usage error, not "the last wins".
+
+    ``report --swe A --swe B`` would silently drop A (list options keep every value:
+    :class:`rlgate.core.options.Extend`).
+    """
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        """Store ``values``; refuse an option given before."""
+        given = vars(namespace).setdefault(_GIVEN, {})
+        if self.option_strings and self.dest in given:
+            parser.error(
+                f"argument {'/'.join(self.option_strings)}: given twice ({given[self.dest]!r}, "
+                f"then {values!r}); give it once"
+            )
+        given[self.dest] = values
+        setattr(namespace, self.dest, values)
+
+
+class _Parser(argparse.ArgumentParser):
+    """rlgate's parser (and its subcommands'): single-value options are :class:`_StoreOnce`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, without the record of what was given."""
+        parsed, rest = super().parse_known_args(args, namespace)
+        vars(parsed).pop(_GIVEN, None)
+        return parsed, rest
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """Build the argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(prog="rlgate", description=__doc__.splitlines()[0])
+    """Build the argument parser with every subcommand (a subcommand's parser is a _Parser)."""
+    parser = _Parser(prog="rlgate", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     adders = (
         _add_versions,

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from rlgate.cli.app import main, split_configs_and_overrides, worst_exit_code
+from rlgate.cli.app import main, split_configs_and_overrides
+from rlgate.core.errors import worst_exit_code
 
 
 class TestVersionsCommand:

@@ -1,8 +1,11 @@
 """The ``rlgate`` command line: parse arguments, call library functions, map errors to exit codes.
 
 Exit codes: 0 pass, 1 a gate/check failed, 2 usage or invalid input, 3 infrastructure,
-70 an internal error (a bug in rlgate), 130 interrupted.
-Exceptions become messages in exactly one place (:func:`_handle_errors`).
+70 an internal error (a bug in rlgate), 130 interrupted; several inputs' codes combine in
+the order of :data:`rlgate.core.errors.EXIT_ORDER`.
+Exceptions become messages in exactly one place (:func:`_handle_errors`). Everything the
+CLI prints, argparse's usage errors and help included, goes through ``printable``
+(``rlgate run`` hands the terminal to pytest once its arguments are parsed).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from rlgate.cli import history as _cli_history
 from rlgate.cli import outputs as _cli_outputs
@@ -22,7 +25,7 @@ from rlgate.cli import report as _cli_report
 from rlgate.cli import runs as _cli_runs
 from rlgate.cli import swe as _cli_swe
 from rlgate.cli import triage as _cli_triage
-from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.errors import EXIT_ORDER_TEXT, ExitCode, RlgateError, worst_exit_code
 from rlgate.core.extras import missing_module_error
 from rlgate.core.options import TOKENIZERS
 from rlgate.core.text import printable
@@ -152,15 +155,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 # --- rlgate recipe check ------------------------------------------------------
 
-# Worst first: an internal error (nothing can be trusted), an input that could not be
-# checked at all, an incompatible config, checks that could not run here, all passed.
-_RECIPE_EXIT_ORDER = (
-    ExitCode.INTERNAL,
-    ExitCode.USAGE,
-    ExitCode.FAIL,
-    ExitCode.INFRA,
-    ExitCode.OK,
-)
 RECIPE_CHECK_JSON_VERSION = 2
 
 
@@ -169,12 +163,6 @@ def split_configs_and_overrides(args: Sequence[str]) -> tuple[list[str], list[st
     overrides = [a for a in args if "=" in a or a.startswith(("~", "+"))]
     configs = [a for a in args if a not in overrides]
     return configs, overrides
-
-
-def worst_exit_code(codes: Sequence[int]) -> int:
-    """The worst of several configs' exit codes (order: 70 > 2 > 1 > 3 > 0)."""
-    rank = {int(c): i for i, c in enumerate(_RECIPE_EXIT_ORDER)}
-    return min(codes, key=lambda c: rank.get(int(c), 0), default=int(ExitCode.USAGE))
 
 
 def _add_recipe(sub: argparse._SubParsersAction) -> None:
@@ -188,7 +176,7 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
         "message per problem), 3 when no error was found but checks could not run here "
         "(e.g. the tokenizer is not available offline), 2 on bad input (unreadable file, "
         "not a GRPO config, bad override), 70 on a bug in rlgate. With several configs: "
-        "the worst of them, in the order 70 > 2 > 1 > 3 > 0.",
+        f"the worst of them, in the order {EXIT_ORDER_TEXT}.",
     )
     c.add_argument(
         "args",
@@ -319,9 +307,54 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
 # --- parser --------------------------------------------------------------------
 
 
+_GIVEN = "_rlgate_given"  # the namespace's record of the single-value options given
+
+
+class _StoreOnce(argparse.Action):
+    """argparse's ``store``, but a second occurrence is a usage error, not "the last wins".
+
+    ``report --swe A --swe B`` would silently drop A (list options keep every value:
+    :class:`rlgate.core.options.Extend`).
+    """
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        """Store ``values``; refuse an option given before."""
+        given = vars(namespace).setdefault(_GIVEN, {})
+        if self.option_strings and self.dest in given:
+            parser.error(
+                f"argument {'/'.join(self.option_strings)}: given twice ({given[self.dest]!r}, "
+                f"then {values!r}); give it once"
+            )
+        given[self.dest] = values
+        setattr(namespace, self.dest, values)
+
+
+class _Parser(argparse.ArgumentParser):
+    """rlgate's parser (and its subcommands'): single-value options are :class:`_StoreOnce`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, without the record of what was given."""
+        parsed, rest = super().parse_known_args(args, namespace)
+        vars(parsed).pop(_GIVEN, None)
+        return parsed, rest
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """Build the argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(prog="rlgate", description=__doc__.splitlines()[0])
+    """Build the argument parser with every subcommand (a subcommand's parser is a _Parser)."""
+    parser = _Parser(prog="rlgate", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     adders = (
         _add_versions,
@@ -342,9 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code."""
-    parser = build_parser()
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; a usage error exits 2 with argparse's message (SystemExit)."""
     # `rlgate run TIER <pytest args>` forwards unknown options (e.g. --swe-before X) to pytest.
     args, unknown = parser.parse_known_args(argv)
     # `rlgate recipe check A.yaml --json o.json B.yaml k=v`: argparse stops the positional
@@ -356,6 +388,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "command", None) != "run":
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         args.pytest_args = [*unknown, *args.pytest_args]
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    parser = build_parser()
+    # argparse prints usage errors and --help itself (and exits): through the guard too, so
+    # an argument it echoes (`rlgate history show R $'\x1b]0;title\x07'`) stays inert.
+    with _printable_streams():
+        args = _parse(parser, argv)
     # `rlgate run` hands the terminal to pytest (colours); every other command's output is
     # made printable, so no untrusted name or message reaches the terminal raw.
     guard = contextlib.nullcontext() if args.command == "run" else _printable_streams()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlgate.cli.triage import DEFAULT_LAST  # history prune keeps what triage reads
 from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.options import Extend
 from rlgate.core.validate import int_in, positive_int
 
 if TYPE_CHECKING:
@@ -265,8 +266,10 @@ def add_history(sub: argparse._SubParsersAction) -> None:
         "the per-step metrics of --run-dir and the per-instance outcomes of --swe-run, in one "
         "transaction. " + _HISTORY_DOC,
     )
-    r.add_argument("--junit", nargs="+", default=[], metavar="FILE", help="JUnit XML of any tier")
-    r.add_argument("--run-json", nargs="+", default=[], metavar="FILE", help="check-run --json")
+    r.add_argument(
+        "--junit", action=Extend, default=[], metavar="FILE", help="JUnit XML of any tier"
+    )
+    r.add_argument("--run-json", action=Extend, default=[], metavar="FILE", help="check-run --json")
     r.add_argument("--swe-json", metavar="FILE", help="swe compare --json (its criteria)")
     r.add_argument("--run-dir", metavar="RUN", help="a run (log dir, metrics.json, MLPerf log): "
                    "its per-step metrics, and its launch manifest if any")  # fmt: skip

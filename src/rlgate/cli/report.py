@@ -19,7 +19,7 @@ from rlgate.cli.history import (
 )
 from rlgate.cli.triage import BASELINE_COMMIT_HELP, DEFAULT_LAST, MAX_LAST, commit_ref
 from rlgate.core.errors import ExitCode, RlgateError
-from rlgate.core.options import BAND_RUN, BASELINE, RECIPE, TOKENIZERS
+from rlgate.core.options import BAND_RUN, BASELINE, RECIPE, TOKENIZERS, Extend
 from rlgate.core.validate import int_in
 
 __all__ = ["add_report"]
@@ -38,13 +38,15 @@ _REPORT_DOC = (
 def add_report(sub: argparse._SubParsersAction) -> None:
     """Register ``rlgate report``."""
     p = sub.add_parser("report", help="the go/no-go release report", description=_REPORT_DOC)
-    p.add_argument("--junit", nargs="+", default=[], metavar="FILE", help="JUnit XML of any tier")
-    p.add_argument("--run", nargs="+", default=[], metavar="RUN_JSON", help="check-run --json")
+    p.add_argument(
+        "--junit", action=Extend, default=[], metavar="FILE", help="JUnit XML of any tier"
+    )
+    p.add_argument("--run", action=Extend, default=[], metavar="RUN_JSON", help="check-run --json")
     p.add_argument("--swe", metavar="SWE_JSON", help="rlgate swe compare --json output")
     # the recipe trained (model, cluster, template), the perf plot's baseline, the reward band
     RECIPE.add_to(p)
     BASELINE.add_to(p)
-    BAND_RUN.add_to(p, action="extend", nargs="+")  # --band-run A B C (and repeated)
+    BAND_RUN.add_to(p, action=Extend)  # --band-run A B C (and repeated)
     TOKENIZERS.add_to(p)  # hashes in the report; the demo's functional tier needs it
     p.add_argument("--out", help="output directory (default: rlgate-report, demo-report)")
     p.add_argument("--force", action="store_true", help="write into a non-empty foreign --out")

@@ -21,7 +21,7 @@ from rlgate.cli.history import (
     record,
     refuse_recorded,
 )
-from rlgate.core.errors import ExitCode, LaunchError, RlgateError
+from rlgate.core.errors import EXIT_ORDER_TEXT, ExitCode, LaunchError, RlgateError, worst_exit_code
 from rlgate.core.options import (
     BAND_RUN,
     BASELINE,
@@ -30,6 +30,7 @@ from rlgate.core.options import (
     ROLLOUTS,
     SYNC_RUN,
     TOKENIZERS,
+    Extend,
 )
 from rlgate.core.validate import int_in, poll_seconds, positive_float, positive_int
 
@@ -275,7 +276,9 @@ def add_watch(sub: argparse._SubParsersAction) -> None:
         "watch",
         help="follow launched runs to their end; non-zero if one died, stopped short or stalled",
         description="Exit 0 when every run completed its target step, 1 when one died or "
-        "stopped short, 3 on an infrastructure failure, a timeout or a stalled run.",
+        "stopped short, 3 on an infrastructure failure, a timeout or a stalled run, 2 on an "
+        "invalid run directory or manifest. With several runs: the worst of them, in the "
+        f"order {EXIT_ORDER_TEXT} (a failed run is never hidden by a stalled one).",
     )
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="directory from rlgate launch")
     p.add_argument("--interval", type=poll_seconds, default=60.0, help="seconds between polls")
@@ -338,7 +341,7 @@ def _watch_dirs(
     from rlgate.core.junit import JunitCase, JunitSuite, write_junit
     from rlgate.launch.watch import run_result, watch_run
 
-    worst = ExitCode.OK
+    codes: list[int] = []
     cases = []
     for run_dir in run_dirs:
         name = os.path.basename(os.path.normpath(run_dir))
@@ -357,10 +360,10 @@ def _watch_dirs(
             )
         except RlgateError as exc:
             print(f"rlgate: error: {name}: {exc}", file=sys.stderr)
-            worst = max(worst, exc.exit_code)
+            codes.append(exc.exit_code)
             continue
         print(f"{name}: {result.status.value.upper()}: {result.message}")
-        worst = max(worst, result.exit_code)
+        codes.append(result.exit_code)
         recipe = result.manifest.recipe.name
         facts = {"recipe": recipe, "run_dir": result.manifest.run_dir}
         check = run_result(result)
@@ -368,7 +371,7 @@ def _watch_dirs(
     if junit:  # never in a run directory watched (the command's output guard, cli.outputs)
         suite = JunitSuite.of("rlgate.watch", cases)
         write_text_atomic(junit, write_junit([suite]))
-    return worst
+    return worst_exit_code(codes)
 
 
 def add_budget(sub: argparse._SubParsersAction) -> None:
@@ -430,7 +433,7 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--parser-lengths",
         type=int_in(1, MAX_PARSER_TOKENS),
-        nargs="+",
+        action=Extend,
         metavar="TOKENS",
         help="model-output lengths for the parser bench (default: 1024 4096 16384; at most "
         f"{MAX_PARSER_LENGTHS} lengths of at most {MAX_PARSER_TOKENS:,} tokens)",

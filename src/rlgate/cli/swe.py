@@ -20,6 +20,7 @@ from rlgate.core.options import (
     SWE_DATASET,
     SWE_MARGIN_PP,
     SWE_MAX_INFRA_ERROR_RATE,
+    Extend,
 )
 from rlgate.core.validate import float_in, int_in
 
@@ -101,10 +102,14 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--recipe", help="with --db: the recipe recorded (default: swe_gate)")
     c.set_defaults(func=_cmd_swe_compare)
     w = swe.add_parser("power", help="minimum detectable difference for an eval design")
-    w.add_argument("--n", type=int_in(1, MAX_POWER_N), nargs="+", default=[500], help="instances")
-    w.add_argument("--discordance", type=float_in(0, 1, open_lo=True), nargs="+", default=[0.15])
     w.add_argument(
-        "--seeds", type=int_in(1, MAX_POWER_SEEDS), nargs="+", default=[1], help="runs per arm"
+        "--n", type=int_in(1, MAX_POWER_N), action=Extend, default=[500], help="instances"
+    )
+    w.add_argument(
+        "--discordance", type=float_in(0, 1, open_lo=True), action=Extend, default=[0.15]
+    )
+    w.add_argument(
+        "--seeds", type=int_in(1, MAX_POWER_SEEDS), action=Extend, default=[1], help="runs per arm"
     )
     SWE_ALPHA.add_to(w)
     w.add_argument("--power", type=float_in(0, 1, open_lo=True, open_hi=True), default=0.8)
@@ -123,7 +128,7 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
         default=1800,
         help="per-instance test timeout (s)",
     )
-    e.add_argument("--instance-ids", nargs="+", default=[])
+    e.add_argument("--instance-ids", action=Extend, default=[])
     e.add_argument("--run-dir", type=Path, help="default: swe_runs/<run-id>")
     e.add_argument("--modal", action="store_true", help="run on Modal instead of Docker")
     e.add_argument("--allow-pull", action="store_true", help="let the harness pull images")

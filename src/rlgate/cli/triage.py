@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.options import Extend
 from rlgate.core.validate import float_in, int_in
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--candidate",
-        nargs="+",
+        action=Extend,
         required=True,
         metavar="JUNIT_OR_RESULTS",
         help="the candidate's JUnit XML, check-run --json or swe compare --json files",

@@ -170,9 +170,10 @@ class JunitCase:
     """One testcase as JUnit holds it, with the Result it carries.
 
     Text fields are as written in the file (XML-safe); ``result`` is decoded. ``recorded``
-    is True when the testcase recorded its Result (``rlgate.verdict``); ``shown`` is the
-    outcome its own element shows (a pytest failure, or rlgate's writer's element), which
-    can disagree with the recorded one only in a hand-edited or broken file.
+    is True when the testcase recorded its Result (``rlgate.verdict``; ``result.outcome`` is
+    then the recorded outcome); ``shown`` is the outcome its own element shows (a pytest
+    failure, or rlgate's writer's element), which can disagree with the recorded one only in
+    a hand-edited or broken file (:attr:`contradicts`).
     """
 
     name: str
@@ -194,6 +195,14 @@ class JunitCase:
     def xfail(self) -> bool:
         """A pytest expected failure (skipped, type ``pytest.xfail``)."""
         return self.shown is Outcome.SKIP and self.kind == "pytest.xfail"
+
+    @property
+    def contradicts(self) -> bool:
+        """True when the recorded outcome is not the shown one (in any direction).
+
+        A legacy verdict (``improved``...) records no outcome of its own, so never contradicts.
+        """
+        return self.recorded and self.result.outcome is not self.shown
 
     def prop(self, key: str) -> str | None:
         """The first value of property ``key`` as written, or None."""

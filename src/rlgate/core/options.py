@@ -16,12 +16,19 @@ so both consume :meth:`Option.kwargs`:
 A command may change only what differs by command: whether the option is ``required``,
 its ``default``, and a list shape (``action``/``nargs``, e.g. ``rlgate report --band-run
 A B``); the type, validator, help and metavar are the table's.
+
+Every option that takes a list accumulates over its occurrences: one value each time
+(``action="append"``: ``--override a=1 --override b=2``) or several (:class:`Extend`:
+``--junit A --junit B C`` is ``--junit A B C``; a default list is replaced by the values
+given, not extended). ``tests/unit/test_cli_repeated_options.py`` walks every command's
+parser to keep it so.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +56,7 @@ __all__ = [
     "SWE_MAX_INFRA_ERROR_RATE",
     "SYNC_RUN",
     "TOKENIZERS",
+    "Extend",
     "Option",
 ]
 
@@ -56,6 +64,31 @@ __all__ = [
 PYTEST_PREFIX = "--rlgate-"
 #: What a command may change about a shared option (everything else is the table's).
 _SHAPE = frozenset({"required", "default", "action", "nargs"})
+
+
+class Extend(argparse.Action):
+    """A list option that keeps every value of every occurrence (``nargs`` ``+`` by default).
+
+    ``--junit A --junit B C`` gives ``[A, B, C]``; the first occurrence replaces the default
+    (``swe power --n 100`` is ``[100]``, not the default ``[500]`` plus 100).
+    """
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("nargs", "+")
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        """Append ``values`` to what earlier occurrences gave (not to the default)."""
+        current = getattr(namespace, self.dest, None)
+        kept = [] if current is None or current is self.default else list(current)
+        kept += values if isinstance(values, list) else [values]
+        setattr(namespace, self.dest, kept)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +99,7 @@ class Option:
     help: str
     type: Callable[[str], Any] | None = None
     metavar: str | None = None
-    action: str | None = None
+    action: str | type[argparse.Action] | None = None
     nargs: str | None = None
     default: Any = None
     env: str | None = None  # default from this environment variable, read when registered
@@ -118,7 +151,7 @@ class Option:
         if kind is not None:
             kw["type"] = kind
         kw.update(shape)
-        if kw["default"] is None and kw.get("action") in ("append", "extend"):
+        if kw["default"] is None and kw.get("action") in ("append", "extend", Extend):
             kw["default"] = []  # a fresh list: argparse appends to a copy of it
         return kw
 
@@ -195,7 +228,7 @@ SWE_BEFORE = Option(
     "swe-before",
     help="SWE-bench results of the base model: one or more runs (seeds)",
     metavar="PATH",
-    nargs="+",
+    action=Extend,
     path=True,
     cli="--before",
 )
@@ -203,7 +236,7 @@ SWE_AFTER = Option(
     "swe-after",
     help="SWE-bench results of the trained model: one or more runs (seeds)",
     metavar="PATH",
-    nargs="+",
+    action=Extend,
     path=True,
     cli="--after",
 )

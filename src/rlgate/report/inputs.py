@@ -91,7 +91,9 @@ class Case:
 
     ``informational`` is empty for a gate testcase, else why it is not one (the Result's:
     ``instance`` for the per-instance suite of ``swe compare``, ``benchmark`` set by
-    rlgate's pytest plugin on benchmarks). ``shown`` is the outcome the JUnit shows.
+    rlgate's pytest plugin on benchmarks). ``shown`` is the outcome the JUnit shows,
+    ``recorded`` the one its ``rlgate.verdict`` records; when both exist and differ the
+    testcase ``contradicts`` itself (docs/recommendation-rule.md: never GO).
     """
 
     anchor: str
@@ -154,6 +156,30 @@ class Case:
         if self.informational:
             return False
         return self.tier not in VERDICT_TIERS or self.junit.recorded
+
+    @property
+    def recorded(self) -> Outcome | None:
+        """The outcome the testcase records (``rlgate.verdict``), None when it records none."""
+        return self.result.outcome if self.junit.recorded else None
+
+    @property
+    def contradicts(self) -> bool:
+        """The recorded outcome is not the shown one: which of the two is true is unknown."""
+        return self.junit.contradicts
+
+    @property
+    def evaluated(self) -> bool:
+        """A gate check judged to PASS or FAIL, shown and recorded alike (its tier ran).
+
+        A skip, an expected failure, an ERROR (the check could not judge) and a testcase
+        whose element contradicts its recorded verdict were not evaluated.
+        """
+        return self.gating and not self.contradicts and self.shown in (Outcome.PASS, Outcome.FAIL)
+
+    @property
+    def allowed_skip(self) -> bool:
+        """A skipped or expected-failure gate testcase the report allows (and lists)."""
+        return self.shown is Outcome.SKIP and not self.informational and not self.contradicts
 
     def fact(self, key: str) -> str | None:
         """A free ``rlgate.*`` fact (``rlgate.template_sha256``) as recorded, or None."""

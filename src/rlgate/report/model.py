@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlgate.checks.document import RunDocument
-from rlgate.core.results import Outcome
 from rlgate.report.inputs import Case, JunitEvidence, SweDoc
 from rlgate.report.plots import Figure
 from rlgate.report.story import RecipeFacts, TrainingTime, VersionFacts
@@ -49,4 +48,4 @@ class ReleaseReport:
     @property
     def allowances(self) -> tuple[Case, ...]:
         """Skipped and expected-failure testcases of gating suites (allowed, but listed)."""
-        return tuple(c for c in self.junit.cases if c.shown is Outcome.SKIP and not c.informational)
+        return tuple(c for c in self.junit.cases if c.allowed_skip)

@@ -5,16 +5,18 @@ testcase's :class:`~rlgate.core.results.Result` (and the outcome the JUnit shows
 JSON's check Results, the SWE comparison's criteria. The rule (``docs/recommendation-rule.md``):
 
 * **NO-GO** when a testcase of a gating suite fails or errors (excepted: a ``swe_gate``
-  error, and an error whose Result names an infrastructure cause), when a check testcase
-  passed but records a failing verdict, when a run JSON reports a failed check the JUnit
-  does not show (or says it did not pass without naming a failed check), or when the SWE
-  verdict is ``regressed``, or ``no_significant_change`` on the full SWE-bench Verified set;
+  error, and an error whose Result names an infrastructure cause), when a testcase's
+  recorded verdict contradicts its shown outcome and either side is such a failure, when a
+  run JSON reports a failed check the JUnit does not show (or says it did not pass without
+  naming a failed check), or when the SWE verdict is ``regressed``, or
+  ``no_significant_change`` on the full SWE-bench Verified set;
 * otherwise **INCOMPLETE** when a release tier (functional, convergence, perf, swe_gate) had
-  no gate check evaluated (missing, every check skipped, or only informational testcases
-  such as benchmarks), when a ``swe_gate`` criterion or an infra-caused check errors, when
-  the SWE verdict is ``inconclusive`` or missing, when the SWE evidence contradicts its own
-  numbers, or when the comparison did not run on the full 500-instance SWE-bench Verified
-  set;
+  no gate check evaluated to PASS or FAIL (missing, every check skipped or errored, only
+  informational testcases such as benchmarks, or only contradictory ones), when a
+  ``swe_gate`` criterion or an infra-caused check errors, when any other testcase
+  contradicts its recorded verdict, when the SWE verdict is ``inconclusive`` or missing,
+  when the SWE evidence contradicts its own numbers, or when the comparison did not run on
+  the full 500-instance SWE-bench Verified set;
 * otherwise **GO**. Skips and expected failures are allowed (the report lists them).
 
 Informational testcases (the per-instance SWE suite, benchmarks) are shown, never gate. The
@@ -107,8 +109,8 @@ class TierSummary:
 
     @property
     def ran(self) -> bool:
-        """True when at least one gate check of the tier was evaluated (not skipped)."""
-        return any(c.executed and c.gating for c in self.cases)
+        """True when a gate check of the tier was evaluated to PASS or FAIL (Case.evaluated)."""
+        return any(c.evaluated for c in self.cases)
 
     @property
     def anchor(self) -> str:
@@ -436,6 +438,49 @@ def swe_evidence(
 
 
 _BAD = (Outcome.FAIL, Outcome.ERROR)
+_ORDER = (Verdict.GO, Verdict.INCOMPLETE, Verdict.NO_GO)
+
+
+def _forces(case: Case, outcome: Outcome) -> Verdict:
+    """What a gate testcase with ``outcome`` forces (GO: nothing).
+
+    A FAIL, or an ERROR of the code, is NO-GO; an ERROR of the infrastructure (a
+    ``swe_gate`` error, or one whose Result names its cause) is INCOMPLETE.
+    """
+    if outcome is Outcome.FAIL:
+        return Verdict.NO_GO
+    if outcome is Outcome.ERROR:
+        infra = case.tier is Tier.SWE_GATE or case.result.infra_cause is not None
+        return Verdict.INCOMPLETE if infra else Verdict.NO_GO
+    return Verdict.GO
+
+
+def _shown_text(case: Case) -> str:
+    if case.junit.xfail:
+        return "was an expected failure"
+    return {
+        Outcome.PASS: "passed",
+        Outcome.FAIL: "failed",
+        Outcome.ERROR: "errored",
+        Outcome.SKIP: "was skipped",
+    }[case.shown]
+
+
+def _contradiction(case: Case, recorded: Outcome) -> Blocker:
+    """A testcase whose element and recorded verdict disagree: the worse side, never GO."""
+    forces = max(
+        _forces(case, case.shown), _forces(case, recorded), Verdict.INCOMPLETE, key=_ORDER.index
+    )
+    return Blocker(
+        BlockerKind.INCONSISTENT,
+        case.tier,
+        f"{case.tier.value}: {case.name}",
+        f"the testcase {_shown_text(case)} but records {VERDICT} = {recorded.value} "
+        f"({case.source}); a JUnit that contradicts itself cannot say which is true: rerun "
+        "the tier and pass its JUnit unedited",
+        case.anchor,
+        forces,
+    )
 
 
 def _case_blockers(cases: Sequence[Case]) -> list[Blocker]:
@@ -443,28 +488,11 @@ def _case_blockers(cases: Sequence[Case]) -> list[Blocker]:
     for case in cases:
         if case.informational:
             continue
-        recorded = case.result.outcome if case.junit.recorded else None
-        if (
-            case.shown is Outcome.PASS
-            and case.tier in (Tier.CONVERGENCE, Tier.PERF)
-            and recorded in _BAD
-        ):
-            out.append(
-                Blocker(
-                    BlockerKind.INCONSISTENT,
-                    case.tier,
-                    f"{case.tier.value}: {case.name}",
-                    f"the testcase passed but records {VERDICT} = {recorded.value} ({case.source})",
-                    case.anchor,
-                    Verdict.NO_GO,
-                )
-            )
+        if case.recorded is not None and case.contradicts:
+            out.append(_contradiction(case, case.recorded))
+            continue
         if case.shown not in _BAD:
             continue
-        # the infrastructure failed, not the code: a swe_gate error, or one that names its cause
-        infra = case.shown is Outcome.ERROR and (
-            case.tier is Tier.SWE_GATE or case.result.infra_cause is not None
-        )
         out.append(
             Blocker(
                 BlockerKind.ERROR if case.shown is Outcome.ERROR else BlockerKind.FAILED,
@@ -472,7 +500,7 @@ def _case_blockers(cases: Sequence[Case]) -> list[Blocker]:
                 f"{case.tier.value}: {case.name}",
                 case.message or f"{case.status} ({case.junit.classname})",
                 case.anchor,
-                Verdict.INCOMPLETE if infra else Verdict.NO_GO,
+                _forces(case, case.shown),
             )
         )
     return out
@@ -483,11 +511,18 @@ def _not_run_detail(cases: Sequence[Case]) -> str:
     if not cases:
         return "no JUnit testcase of this tier was given"
     parts = []
-    skipped = [c for c in cases if not c.informational and not c.executed]
+    gate = [c for c in cases if not c.informational]
+    skipped = [c for c in gate if not c.executed and not c.contradicts]
     if skipped:
         reasons = sorted({c.message for c in skipped if c.message})
         parts.append(f"{len(skipped)} testcase(s) skipped: " + "; ".join(reasons[:3]))
-    plain = [c for c in cases if not c.informational and c.executed and not c.gating]
+    errored = [c for c in gate if c.gating and c.shown is Outcome.ERROR and not c.contradicts]
+    if errored:
+        parts.append(f"{len(errored)} gate check(s) errored (could not judge)")
+    torn = [c for c in gate if c.contradicts]
+    if torn:
+        parts.append(f"{len(torn)} testcase(s) contradict their recorded {VERDICT}")
+    plain = [c for c in gate if c.executed and not c.gating]
     if plain:
         names = ", ".join(c.name for c in plain[:3]) + (" …" if len(plain) > 3 else "")
         parts.append(

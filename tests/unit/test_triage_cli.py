@@ -19,6 +19,7 @@ from rlgate.core.errors import ExitCode
 from rlgate.core.junit import read_junit
 from rlgate.core.results import Result
 from rlgate.history.store import open_store
+from rlgate.report.inputs import load_junit
 from rlgate.testing.corpus import Fault
 
 from .helpers.corpus_build import corpus
@@ -39,6 +40,8 @@ def record(db: str, nights) -> None:
 
 
 def nights(results_of, n: int = 6, **kw):
+    """Main nightlies of the corpus recipe on its shape (2n8g), as `check-run --db` records."""
+    kw.setdefault("hardware", "2n8g")
     return [nightly(k, results_of(k), recipe=recipe_name(), **kw) for k in range(1, n + 1)]
 
 
@@ -309,6 +312,18 @@ class TestOwnRecording:
         main(args)
         return out_json, out_junit
 
+    def test_check_run_states_the_hardware_it_records(self, tmp_path) -> None:
+        out_json, out_junit = self.check_run(tmp_path, Fault.HEALTHY, str(tmp_path / "h.db"), "a")
+        assert json.loads(out_json.read_text())["hardware"] == "2n8g"
+        cases = load_junit([out_junit]).cases
+        assert cases and {c.fact("rlgate.hardware") for c in cases} == {"2n8g"}
+        # --hardware wins over the recipe's (and the manifest's) shape, in both outputs
+        out_json, out_junit = self.check_run(
+            tmp_path, Fault.HEALTHY, str(tmp_path / "h2.db"), "b", "--hardware", "h100-2x8"
+        )
+        assert json.loads(out_json.read_text())["hardware"] == "h100-2x8"
+        assert {c.fact("rlgate.hardware") for c in load_junit([out_junit]).cases} == {"h100-2x8"}
+
     def test_a_recorded_failure_is_not_pre_existing_against_itself(self, tmp_path, capsys) -> None:
         db = str(tmp_path / "h.db")
         out_json, out_junit = self.check_run(tmp_path, Fault.STEP_TIME_UP, db, "slow")
@@ -349,8 +364,21 @@ class TestOwnRecording:
         assert step["label"] == "regression" and step["first_failing"] == "candidate"
         assert [n["nightly"] for n in step["nightlies"]] == ["n1", "n2", "n3"]
         assert step["hardware"] == "2n8g"
-        # stating no hardware: check-run recorded the recipe's shape, so nothing is comparable
+        # without --hardware: check-run's JSON states the hardware it recorded (2n8g)
+        capsys.readouterr()
         assert main(args) == ExitCode.FAIL
+        assert "note: the candidate states no hardware" not in capsys.readouterr().out
+        labels = json.loads((tmp_path / "t.json").read_text())
+        assert labels["hardware"] == ["2n8g"]
+        step = next(lb for lb in labels["labels"] if lb["check"] == STEP)
+        assert step["label"] == "regression" and step["hardware"] == "2n8g"
+        assert [n["nightly"] for n in step["nightlies"]] == ["n1", "n2", "n3"]
+        # a JSON that states none (written before rlgate stated it): nothing is comparable
+        doc = json.loads(out_json.read_text())
+        del doc["hardware"]
+        bare = tmp_path / "bare.json"
+        bare.write_text(json.dumps(doc))
+        assert main([*args[:2], str(bare), *args[3:]]) == ExitCode.FAIL
         out = capsys.readouterr().out
         assert "no main nightly ran it on unrecorded hardware (only on 2n8g)" in out
         assert "note: the candidate states no hardware (--hardware)" in out
@@ -406,3 +434,32 @@ class TestSweSeries:
         assert labels and {lb["label"] for lb in labels} == {"pre-existing"}
         assert all(lb["models"] == ["base", "ckpt-a"] for lb in labels)
         assert all("M" not in lb["main"] and len(lb["nightlies"]) == 3 for lb in labels)
+
+
+def test_a_contradictory_testcase_is_triaged_as_the_failure_it_shows(tmp_path, capsys) -> None:
+    """A ``<failure>`` recording ``rlgate.verdict = pass`` is a failing check, never waved
+    through as passing (report.inputs.Case.judged), and its message names the contradiction."""
+    import dataclasses
+
+    from rlgate.core.junit import JunitCase, JunitSuite, write_junit
+    from rlgate.core.results import Outcome
+
+    db = str(tmp_path / "h.db")
+    record(db, nights(lambda k: gate_results(Fault.HEALTHY)))
+    facts = {"recipe": recipe_name(), "hardware": "2n8g"}
+    cases = []
+    for result in gate_results(Fault.HEALTHY):  # every check passed and records pass
+        case = JunitCase.of(result, classname=f"rlgate.perf.{recipe_name()}", facts=facts)
+        if result.name == STEP:  # ... but this one's element shows a failure
+            case = dataclasses.replace(case, shown=Outcome.FAIL, message="edited")
+        cases.append(case)
+    junit = tmp_path / "edited.xml"
+    junit.write_text(write_junit([JunitSuite.of("edited", cases)]), encoding="utf-8")
+    out_json = tmp_path / "t.json"
+    code = main(["triage", "--candidate", str(junit), "--db", db, "--json", str(out_json)])
+    capsys.readouterr()
+    labels = json.loads(out_json.read_text())["labels"]
+    assert [lb["check"] for lb in labels] == [STEP]
+    assert labels[0]["label"] == "regression" and code == ExitCode.FAIL
+    assert labels[0]["candidate"]["outcome"] == "fail"
+    assert "shows FAIL but records rlgate.verdict = pass" in labels[0]["candidate"]["message"]

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_
 
 from rlgate.core.io import SCHEMA_VERSION
 from rlgate.core.results import Result
+from rlgate.core.validate import LineText
 
 __all__ = ["RunDocument"]
 
@@ -24,10 +25,11 @@ class RunDocument(BaseModel):
     """``rlgate check-run --json`` (and the convergence/perf tiers' ``--rlgate-json``).
 
     Written by :meth:`GateReport.document`, read back by ``rlgate report`` with the same
-    model: ``{schema_version, recipe, run, source_kind, target_step, passed, checks,
+    model: ``{schema_version, recipe, run, hardware, source_kind, target_step, passed, checks,
     skipped, warnings, files, rollouts}``; ``checks`` are the evaluated checks' Results,
-    ``skipped`` the skipped ones' (each also with ``reason``, its message). Strict: no
-    string or boolean read as a number.
+    ``skipped`` the skipped ones' (each also with ``reason``, its message); ``hardware``
+    the run's hardware as the history records it (``4n8g``; None when unknown, and in
+    documents written before it). Strict: no string or boolean read as a number.
     """
 
     model_config = ConfigDict(frozen=True, extra="allow")
@@ -35,6 +37,7 @@ class RunDocument(BaseModel):
     schema_version: Annotated[int, Field(strict=True)] = SCHEMA_VERSION
     recipe: _Text
     run: _Text
+    hardware: Annotated[LineText, Field(min_length=1, max_length=200)] | None = None
     source_kind: StrictStr | None = None
     target_step: _Count | None = None
     passed: StrictBool

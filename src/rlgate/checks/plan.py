@@ -200,6 +200,8 @@ class GateReport:
     inputs: GateInputs
     results: tuple[Result, ...]
     skipped: tuple[Result, ...] = ()
+    #: the hardware the run ran on, as the history records it (``4n8g``), when known
+    hardware: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -218,6 +220,7 @@ class GateReport:
         return RunDocument(
             recipe=self.plan.recipe,
             run=str(run.source),
+            hardware=self.hardware,
             source_kind=run.kind.value,
             target_step=self.plan.context.target_step,
             passed=self.passed,
@@ -277,17 +280,17 @@ def render_junit(report: GateReport) -> str:
     """JUnit XML: one testcase per check (skipped ones too), its Result as ``rlgate.*``.
 
     Classnames are ``rlgate.<tier>.<recipe>``; each testcase also records ``rlgate.recipe``
-    and ``rlgate.run_dir``; each warning is a suite property ``rlgate.warning``. Names,
+    and ``rlgate.run_dir`` (and ``rlgate.hardware`` when known); each warning is a suite
+    property ``rlgate.warning``. Names,
     messages and values may come from untrusted input: :mod:`rlgate.core.junit` writes them
     XML-safe, control characters visible.
     """
     recipe, run_dir = report.plan.recipe, str(report.inputs.run.source)
+    facts = {"recipe": recipe, "run_dir": run_dir}
+    if report.hardware is not None:
+        facts["hardware"] = report.hardware
     cases = [
-        JunitCase.of(
-            r,
-            classname=f"rlgate.{r.tier.value}.{recipe}",
-            facts={"recipe": recipe, "run_dir": run_dir},
-        )
+        JunitCase.of(r, classname=f"rlgate.{r.tier.value}.{recipe}", facts=facts)
         for r in (*report.results, *report.skipped)
     ]
     suite = JunitSuite.of(

@@ -171,11 +171,7 @@ def recipe_facts(recipe: str, overrides: Sequence[str] = ()) -> Facts:
     from rlgate.checks.registry import load_recipe
 
     loaded = load_recipe(recipe, overrides)
-    cluster = loaded.facts.cluster
-    shape = None
-    if cluster.num_nodes is not None and cluster.gpus_per_node is not None:
-        shape = f"{cluster.num_nodes}n{cluster.gpus_per_node}g"
-    return Facts(recipe=loaded.name, recipe_sha256=sha, hardware=shape)
+    return Facts(recipe=loaded.name, recipe_sha256=sha, hardware=loaded.facts.cluster.shape)
 
 
 def context_for(
@@ -377,10 +373,12 @@ def _cmd_record(args: argparse.Namespace) -> int:
         facts = recipe_facts(args.recipe, args.override)
     results: list[Result] = []
     inputs: list[str] = []
+    stated: set[str] = set()  # the hardware the inputs say they ran on (check-run, the tiers)
     if args.junit:
         junit = read_junit_results(args.junit)
         results += junit.results
         facts = facts.merge(junit.facts)
+        stated |= {junit.facts.hardware} if junit.facts.hardware else set()
         inputs += args.junit
     if args.run_json:
         from rlgate.report.inputs import load_run_doc
@@ -389,6 +387,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
             doc = load_run_doc(path)
             results += [*doc.checks, *doc.skipped]
             facts = facts.merge(Facts(recipe=doc.recipe))
+            stated |= {doc.hardware} if doc.hardware else set()
         inputs += args.run_json
     if args.swe_json:
         from rlgate.report.inputs import load_swe_doc
@@ -420,6 +419,8 @@ def _cmd_record(args: argparse.Namespace) -> int:
             "history record: which recipe is this? none of the inputs names one",
             hint="give --recipe RECIPE.yaml (or its name)",
         )
+    if len(stated) == 1:  # what the judged run stated beats the recipe's or manifest's shape
+        facts = Facts(hardware=stated.pop()).merge(facts)
     context = context_for(args, facts, default_recipe="", inputs=inputs, overrides=args.override)
     with store:
         record(store, context, results, steps, swe)

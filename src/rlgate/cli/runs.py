@@ -88,9 +88,12 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
     # a bad database (an empty --db too) stops before any work
     store = open_db(args.db) if args.db is not None else None
     plan = load_plan(args.recipe, max_steps=args.max_steps, overrides=args.override)
+    facts = _check_run_facts(args, plan)
     context = None
     if store is not None:
-        context = _check_run_context(args, plan)
+        context = context_for(
+            args, facts, default_recipe=plan.recipe, inputs=[args.run], overrides=args.override
+        )
         refuse_recorded(store, context)
     inputs = load_inputs(
         plan,
@@ -122,7 +125,7 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
             f"reference band: {len(inputs.band_runs)} run(s) from {source} "
             f"(minimum {plan.gate.band.min_runs})"
         )
-    report = run_gate(plan, inputs, tiers)
+    report = dataclasses.replace(run_gate(plan, inputs, tiers), hardware=facts.hardware)
     print(render_table(report), end="")
     if band_line and any(r.name.startswith(("band_curve:", "band_mean:")) for r in report.results):
         print(band_line)
@@ -138,24 +141,20 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
     return ExitCode.OK if report.passed else ExitCode.FAIL
 
 
-def _check_run_context(args: argparse.Namespace, plan: Any) -> Any:
-    """What a ``check-run --db`` run is recorded as: options, then the recipe, its manifest."""
+def _check_run_facts(args: argparse.Namespace, plan: Any) -> Any:
+    """What the judged run was: the recipe, then its manifest, then the recipe's shape.
+
+    Judged with this recipe: its name and hash; hardware: ``--hardware``, else the launched
+    shape (the manifest's), else the recipe's (overrides applied). The hardware is also
+    written into check-run's JSON and JUnit, so ``rlgate triage`` compares the run with the
+    nightlies of the same hardware without being told.
+    """
     from rlgate.history.ingest import Facts, recipe_identity
 
-    cluster = plan.context.cluster
-    shape = (
-        f"{cluster.num_nodes}n{cluster.gpus_per_node}g"
-        if cluster.num_nodes is not None and cluster.gpus_per_node is not None
-        else None
-    )
-    # judged with this recipe: its name and hash; hardware: the launched shape, else the
-    # recipe's (overrides applied)
     _, sha = recipe_identity(args.recipe)
     facts = Facts(recipe=plan.recipe, recipe_sha256=sha).merge(manifest_facts(args.run))
-    facts = facts.merge(Facts(hardware=shape))
-    return context_for(
-        args, facts, default_recipe=plan.recipe, inputs=[args.run], overrides=args.override
-    )
+    chosen = Facts(hardware=args.hardware).merge(facts)
+    return chosen.merge(Facts(hardware=plan.context.cluster.shape))
 
 
 def _band_from_history(plan: Any, args: argparse.Namespace, tiers: Sequence[Any]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,7 +98,9 @@ def add_triage(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--hardware",
         help="the hardware the candidate ran on (as recorded, e.g. 2n8g): only nightlies on "
-        "it are its history (default: none stated, so only nightlies recorded without one)",
+        "it are its history (default: what each check of the candidate states, as check-run "
+        "and the convergence/perf tiers write rlgate.hardware; a check that states none meets "
+        "only nightlies recorded without one)",
     )
     p.add_argument(
         "--last",
@@ -156,14 +158,28 @@ def _kind(path: Path) -> str:
 class Candidate:
     """What the candidate's files hold.
 
-    ``checks``: its gate-check Results with their recipe (None: not stated); ``inputs``:
+    ``checks``: its gate-check Results with their recipe (None: not stated); ``hardware``:
+    the hardware each of them states it ran on (aligned with ``checks``: check-run's and
+    the convergence/perf tiers' ``rlgate.hardware``; None: not stated); ``inputs``:
     every file's judged Results and when the file says it was written (a JUnit suite's
     ``timestamp`` with a zone; None when unstated), what
     :class:`~rlgate.history.triage.CandidateIdentity` recognises its recordings by.
+    A JUnit testcase whose element and recorded verdict disagree counts as its shown
+    failure (:attr:`rlgate.report.inputs.Case.judged`): a contradiction never waves a
+    failure through.
     """
 
     checks: list[tuple[str | None, Result]]
     inputs: list[tuple[list[Result], datetime | None]]
+    hardware: list[str | None] = field(default_factory=list)
+
+    def groups(self, hardware: str | None) -> dict[tuple[str | None, str | None], list[Result]]:
+        """The checks per (recipe, hardware): ``hardware`` (``--hardware``), else each one's own."""
+        out: dict[tuple[str | None, str | None], list[Result]] = {}
+        stated = self.hardware or [None] * len(self.checks)
+        for (recipe, result), own in zip(self.checks, stated, strict=True):
+            out.setdefault((recipe, hardware or own), []).append(result)
+        return out
 
     def identity(
         self, run_ids: Sequence[str] = (), nightly_ids: Sequence[str] = ()
@@ -193,6 +209,7 @@ def read_candidate(paths: Sequence[str | os.PathLike[str]]) -> Candidate:
     from rlgate.report.inputs import MAX_JSON_BYTES, load_junit, load_run_doc, load_swe_doc
 
     out: list[tuple[str | None, Result]] = []
+    hardware: list[str | None] = []
     inputs: list[tuple[list[Result], datetime | None]] = []
     for raw in paths:
         path = Path(raw)
@@ -200,7 +217,8 @@ def read_candidate(paths: Sequence[str | os.PathLike[str]]) -> Candidate:
             evidence = load_junit([path])
             for case in evidence.cases:
                 if case.gating:
-                    out.append((case.fact("rlgate.recipe"), case.result))
+                    out.append((case.fact("rlgate.recipe"), case.judged))
+                    hardware.append(case.fact("rlgate.hardware"))
             for suite in evidence.suites:
                 inputs.append(([c.result for c in suite.cases], _suite_time(suite.timestamp)))
             continue
@@ -209,10 +227,12 @@ def read_candidate(paths: Sequence[str | os.PathLike[str]]) -> Candidate:
         if isinstance(doc, dict) and "checks" in doc:
             run = load_run_doc(path)
             out += [(run.recipe, r) for r in run.checks]
+            hardware += [run.hardware] * len(run.checks)
             inputs.append(([*run.checks, *run.skipped], None))
         elif isinstance(doc, dict) and "criteria" in doc:
             criteria = load_swe_doc(path).criteria
             out += [(None, r) for r in criteria]
+            hardware += [None] * len(criteria)
             inputs.append((list(criteria), None))
         else:
             raise RlgateError(
@@ -224,7 +244,7 @@ def read_candidate(paths: Sequence[str | os.PathLike[str]]) -> Candidate:
             "the candidate holds no gate check (only informational or unrecorded testcases)",
             hint="pass the JUnit or JSON the gate tiers wrote",
         )
-    return Candidate(out, inputs)
+    return Candidate(out, inputs, hardware)
 
 
 def load_candidate(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str | None, Result]]:
@@ -298,8 +318,9 @@ def _triage_recipe(
     recipe: str | None,
     args: argparse.Namespace,
     own: CandidateIdentity,
+    hardware: str | None,
 ) -> tuple[list[TriageLabel], list[RecordedRun]]:
-    """One recipe's labels, and the runs read for them.
+    """One recipe's labels on one hardware, and the runs read for them.
 
     Each failing check is compared with the last N nightlies of its own series; the store
     is read for the last N + 1 nightlies of the recipe (the candidate's own one may be
@@ -316,7 +337,7 @@ def _triage_recipe(
         history = store.runs(recipe=recipe, branch=branch, commit=commit, last=fetch)
         labels = triage(
             results, history, main_branch=args.main_branch, last=args.last,
-            flaky_rate=args.flaky_rate, recipe=recipe, commit=commit, hardware=args.hardware,
+            flaky_rate=args.flaky_rate, recipe=recipe, commit=commit, hardware=hardware,
             own=own,
         )  # fmt: skip
         read_all = len(nightlies(history)) < fetch
@@ -326,7 +347,10 @@ def _triage_recipe(
 
 
 def _notes(
-    args: argparse.Namespace, labels: Sequence[TriageLabel], read: Sequence[RecordedRun]
+    args: argparse.Namespace,
+    labels: Sequence[TriageLabel],
+    read: Sequence[RecordedRun],
+    stated: Sequence[str],
 ) -> list[str]:
     """What the output says when the history holds no comparable nightly."""
     from rlgate.core.text import one_line
@@ -347,7 +371,7 @@ def _notes(
             "every failing check is unknown (record nightlies with --branch, or pass "
             "--main-branch)"
         )
-    elif labels and args.hardware is None:
+    elif labels and not stated:
         seen = sorted({r.context.hardware for _, runs in ref for r in runs if r.context.hardware})
         if seen:
             notes.append(
@@ -365,15 +389,13 @@ def _cmd_triage(args: argparse.Namespace) -> int:
 
     candidate = read_candidate(args.candidate)
     own = candidate.identity(args.run_ids, [args.nightly_id] if args.nightly_id else [])
-    by_recipe: dict[str | None, list[Result]] = {}
-    for recipe, result in candidate.checks:
-        by_recipe.setdefault(recipe, []).append(result)
+    groups = candidate.groups(args.hardware)
     labels: list[TriageLabel] = []
     read: list[RecordedRun] = []
     commit = args.baseline_commit
     with open_db(args.db) as store:
-        for recipe, results in by_recipe.items():
-            found, history = _triage_recipe(store, results, recipe, args, own)
+        for (recipe, hardware), results in groups.items():
+            found, history = _triage_recipe(store, results, recipe, args, own, hardware)
             labels += found
             read += history
     nightlies = {nightly for lb in labels for nightly in lb.window}
@@ -384,7 +406,8 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     )
     header = ("check", "candidate", f"{ref} last {args.last}", "label", "evidence")
     print(render_table(labels, title, header), end="")
-    for note in _notes(args, labels, read):
+    stated = sorted({hw for _, hw in groups if hw is not None})
+    for note in _notes(args, labels, read, stated):
         print(f"note: {note}")
     code = exit_code(labels)
     if args.json_out:  # outputs never over a candidate or the database (cli.outputs, open_db)
@@ -393,7 +416,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             "baseline_commit": None
             if commit is None
             else {"sha": commit.sha, "checkout": commit.checkout},
-            "hardware": args.hardware,
+            "hardware": [args.hardware] if args.hardware is not None else stated,
             "last": args.last,
             "flaky_rate": args.flaky_rate,
             "nightlies": len(nightlies),

@@ -43,6 +43,7 @@ __all__ = [
 VERSION_PREFIX = f"{PROPERTY_PREFIX}version."
 RECIPE_PROPERTY = f"{PROPERTY_PREFIX}recipe"
 RUN_DIR_PROPERTY = f"{PROPERTY_PREFIX}run_dir"
+HARDWARE_PROPERTY = f"{PROPERTY_PREFIX}hardware"
 
 
 @dataclass
@@ -85,7 +86,8 @@ def read_junit_results(paths: Iterable[str | os.PathLike[str]]) -> JunitInput:
     """Every testcase's Result (rlgate's and plain pytest ones), in file order.
 
     Facts: the suites' ``rlgate.version.*`` properties (versions), the testcases'
-    ``rlgate.recipe`` (when they all name one recipe) and ``rlgate.run_dir``.
+    ``rlgate.recipe`` and ``rlgate.hardware`` (each when they all name one) and
+    ``rlgate.run_dir``.
 
     Raises:
         RlgateError: a file is not a readable JUnit report (core.junit's message).
@@ -93,6 +95,7 @@ def read_junit_results(paths: Iterable[str | os.PathLike[str]]) -> JunitInput:
     results: list[Result] = []
     versions: dict[str, str] = {}
     recipes: set[str] = set()
+    hardware: set[str] = set()
     run_dirs: list[str] = []
     sources = []
     for path in paths:
@@ -109,10 +112,13 @@ def read_junit_results(paths: Iterable[str | os.PathLike[str]]) -> JunitInput:
                 recipe, run_dir = case.prop(RECIPE_PROPERTY), case.prop(RUN_DIR_PROPERTY)
                 if recipe:
                     recipes.add(unescape_controls(recipe))
+                if (stated := case.prop(HARDWARE_PROPERTY)) is not None:
+                    hardware.add(unescape_controls(stated))
                 if run_dir and unescape_controls(run_dir) not in run_dirs:
                     run_dirs.append(unescape_controls(run_dir))
     facts = Facts(
         recipe=next(iter(recipes)) if len(recipes) == 1 else None,
+        hardware=next(iter(hardware)) if len(hardware) == 1 else None,
         versions=versions,
         sources=sources,
     )

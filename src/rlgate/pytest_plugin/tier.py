@@ -9,7 +9,8 @@ failure in the test body; ERROR (missing metric, target step not reached, unread
 is raised from a fixture, so JUnit writes ``<error>``; a check whose input option was not
 given, or that the recipe's config cannot log, is skipped with a reason naming it.
 Each evaluated check's :class:`~rlgate.core.results.Result` goes to JUnit through
-``gate_record`` (its ``rlgate.*`` properties, plus ``rlgate.recipe`` and ``rlgate.run_dir``).
+``gate_record`` (its ``rlgate.*`` properties, plus ``rlgate.recipe``, ``rlgate.run_dir``
+and the recipe's cluster shape as ``rlgate.hardware``).
 
 One evaluation serves both outputs: with ``--rlgate-json FILE`` the session also writes the
 ``rlgate check-run --json`` document (:class:`~rlgate.checks.document.RunDocument`) of the
@@ -181,7 +182,10 @@ def check_result(
 ) -> Result:
     """Evaluate one planned check; ERROR fails here (setup), so JUnit shows ``<error>``."""
     result = evaluate_check(gate_plan, planned, gate_inputs)
-    gate_record(result, recipe=gate_plan.recipe, run_dir=str(Path(gate_inputs.run.source)))
+    facts = {"recipe": gate_plan.recipe, "run_dir": str(Path(gate_inputs.run.source))}
+    if (shape := gate_plan.context.cluster.shape) is not None:
+        facts["hardware"] = shape  # as check-run's JUnit states it, for rlgate triage
+    gate_record(result, **facts)
     request.config.stash.setdefault(_EVALUATED, {})[result.name] = result
     if result.outcome is Outcome.ERROR:
         pytest.fail(f"ERROR {result.name}: {result.message}", pytrace=False)
@@ -216,6 +220,7 @@ def write_tier_json(session: pytest.Session) -> None:
         else:
             why = skip_reason(check, has) or f"{check.name} was not evaluated in this session"
             skipped.append(skipped_result(check, why))
-    report = GateReport(plan, inputs, tuple(results), tuple(skipped))
+    shape = plan.context.cluster.shape
+    report = GateReport(plan, inputs, tuple(results), tuple(skipped), hardware=shape)
     paths = [p for k, p in given.items() if k not in ("max_steps", "band") and p]
     write_json_atomic(config.getoption("rlgate_json"), report.to_dict(), inputs=paths)

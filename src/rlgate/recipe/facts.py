@@ -173,6 +173,13 @@ class ClusterFacts(_Section):
             return None
         return self.num_nodes * self.gpus_per_node
 
+    @property
+    def shape(self) -> str | None:
+        """The cluster shape as runs are recorded by (``64n4g``), None when either is unknown."""
+        if self.num_nodes is None or self.gpus_per_node is None:
+            return None
+        return f"{self.num_nodes}n{self.gpus_per_node}g"
+
 
 class AsyncGrpoFacts(_Section):
     """``grpo.async_grpo.*``."""

@@ -76,6 +76,7 @@ def nightly(
     recipe: str = RECIPE,
     part: str = "checks",
     hours: float = 0.0,
+    hardware: str | None = None,
 ) -> RecordedRun:
     """Nightly ``k`` (a day apart from T0) of ``code`` on ``branch`` holding ``results``."""
     context = RunContext(
@@ -85,6 +86,7 @@ def nightly(
         commits=commit(code) if code else {},
         nightly_id=f"n{k:02d}" if branch == "main" else f"{branch}-n{k:02d}",
         recorded_at=T0 + timedelta(days=k, hours=hours),
+        hardware=hardware,
     )
     salt = 1 + 1000 * k + sum(map(ord, part)) % 499 + 500 * (branch != "main")
     return RecordedRun(context=context, results=measured_again(results, salt))

@@ -2,8 +2,9 @@
 
 Each row carries its run's context (run id, recipe, branch, hardware, nightly, time,
 label); NaN values are NaN again (the store's ``*_nan`` flags are not exported); JSON
-columns (commits, versions, overrides) are JSON text. Written with pyarrow (a base
-dependency), atomically, never over the database itself.
+columns (commits, versions, overrides) are JSON text. Every row is read by its table's
+typed reader first (:mod:`rlgate.history.rows`). Written with pyarrow (a base dependency),
+with each column's own type, atomically, never over the database itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,13 @@ from rlgate.history.store import Store
 __all__ = ["FORMATS", "export_table"]
 
 FORMATS = ("csv", "parquet")
+_ARROW = {
+    "text": pa.string(),
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "bool": pa.bool_(),
+    "time": pa.timestamp("us", tz="UTC"),
+}
 
 
 def export_table(
@@ -31,9 +39,11 @@ def export_table(
     recipe: str | None = None,
 ) -> int:
     """Write ``table`` (``runs``, ``results``, ``steps``, ``swe``) to ``out``; the row count."""
-    names, rows = store.table(table, recipe=recipe)
-    columns = {name: [row[name] for row in rows] for name in names}
-    data = pa.table(columns) if rows else pa.table({n: pa.array([], pa.string()) for n in names})
+    columns, rows = store.table(table, recipe=recipe)
+    arrays: dict[str, pa.Array] = {}
+    for name, kind in columns:
+        arrays[name] = pa.array([row[name] for row in rows], type=_ARROW[kind])
+    data = pa.table(arrays)
     sink = pa.BufferOutputStream()
     if fmt == "csv":
         pa_csv.write_csv(data, sink)

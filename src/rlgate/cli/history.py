@@ -229,8 +229,9 @@ def record(
 
 _HISTORY_DOC = (
     "The nightly history (docs/history.md). Exit codes: 0 done, 2 bad input (a bad database "
-    "path or URL, a file that is not a history database, a run id that does not exist), 3 the "
-    "database server cannot be reached or the [history] extra is not installed."
+    "path or URL, a file that is not a history database, a row rlgate did not write, a run id "
+    "that does not exist), 3 the server of a well-formed URL cannot be reached or the "
+    "[history] extra is not installed."
 )
 
 

@@ -25,18 +25,21 @@ per table): a row rlgate did not write is an error naming table, row and column,
 traceback or a record that was not validated.
 
 Errors are :class:`~rlgate.core.errors.RlgateError` with one line naming the database
-(exit 2: a bad URL or path, a file that is not an SQLite database, a row rlgate did not
-write, a run id that does not exist; exit 3 (:class:`~rlgate.core.errors.InfraError`): a
-server that cannot be reached, a database locked for longer than the busy timeout). A
-password in a URL is never shown.
+(exit 2: a bad URL or path, checked before anything is connected to, a file that is not an
+SQLite database, a row rlgate did not write, a run id that does not exist; exit 3
+(:class:`~rlgate.core.errors.InfraError`): a well-formed URL whose server cannot be reached,
+a database locked for longer than the busy timeout). A URL is shown only through
+:func:`rlgate.core.text.redact_url`: no password or other secret of it is ever printed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import math
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,7 +52,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 
 from rlgate.core.errors import InfraError, RlgateError
 from rlgate.core.results import Result
-from rlgate.core.text import one_line
+from rlgate.core.text import SECRET_PARAMETER, one_line, redact_url
 from rlgate.history.model import CommitRef, RecordedRun, RunContext, SweInstanceRow, utc_now
 from rlgate.history.rows import (
     RESULT_COLUMNS,
@@ -131,8 +134,121 @@ def _sqlite_file(path: Path, shown: str) -> Path:
     return path.resolve()
 
 
+# A host name (RFC 1123 labels; '_' as Docker and Kubernetes names use it) or an address.
+_HOSTNAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?")
+#: libpq connection parameters whose value is one of a few words, and those that are numbers
+#: (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS).
+_PG_CHOICES = {
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "gssencmode": ("disable", "prefer", "require"),
+    "channel_binding": ("disable", "prefer", "require"),
+    "sslcertmode": ("disable", "allow", "require"),
+    "sslnegotiation": ("postgres", "direct"),
+    "load_balance_hosts": ("disable", "random"),
+    "target_session_attrs": (
+        "any", "read-write", "read-only", "primary", "standby", "prefer-standby",
+    ),
+}  # fmt: skip
+_PG_INTEGERS = (
+    "connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
+    "keepalives_count", "tcp_user_timeout", "sslcompression",
+)  # fmt: skip
+
+
+def _libpq_parameters() -> frozenset[str] | None:
+    """The connection parameters the installed libpq knows (None: psycopg is missing)."""
+    try:
+        from psycopg import pq
+    except ImportError:  # connecting says so (exit 3, naming the extra)
+        return None
+    return frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults())
+
+
+def _host(value: str, shown: str, where: str) -> None:
+    if "@" in value:  # user:p@ss@host: the host part holds the end of a password
+        raise RlgateError(
+            f"history database {shown}: the host part holds '@' (a '@' in a password is "
+            "written %40)",
+            hint=_HINT_URL,
+        )
+    for entry in value.split(","):
+        host = entry.strip()
+        if host.startswith("/"):
+            continue  # a Unix socket folder
+        if where == "host=" and host.count(":") == 1:  # SQLAlchemy's host=h:port entries
+            host, port = host.split(":")
+            _port(port, shown)
+        try:
+            ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            if not _HOSTNAME.fullmatch(host):
+                raise RlgateError(
+                    f"history database {shown}: {where}{host[:80]!r} is not a host name or address",
+                    hint=_HINT_URL,
+                ) from None
+
+
+def _port(value: object, shown: str) -> None:
+    text = str(value).strip()
+    if not (text.isdigit() and 1 <= int(text) <= 65535):
+        raise RlgateError(
+            f"history database {shown}: port {text[:20]!r} is not a TCP port (1..65535)",
+            hint=_HINT_URL,
+        )
+
+
+def _check_postgres(url: URL, shown: str) -> None:
+    """Refuse a malformed PostgreSQL URL before connecting (exit 2, never 3).
+
+    Host, port and query parameters are checked as libpq would check them at connection
+    time: an unknown parameter, a value not among a parameter's words, a number that is not
+    one, a parameter given twice. Only a well-formed URL reaches the server.
+    """
+    if url.host:
+        _host(url.host, shown, "host ")
+    elif not url.query.get("host"):
+        raise RlgateError(f"history database {shown}: no host", hint=_HINT_URL)
+    if url.port is not None:
+        _port(url.port, shown)
+    known = _libpq_parameters() if url.query else None
+    for key, value in url.query.items():
+        if known is not None and key not in known:
+            raise RlgateError(
+                f"history database {shown}: {key[:40]!r} is not a PostgreSQL connection "
+                "parameter (libpq-connect.html#LIBPQ-PARAMKEYWORDS)",
+                hint=_HINT_URL,
+            )
+        values = value if isinstance(value, tuple) else (value,)
+        if len(values) > 1 and key != "host":
+            raise RlgateError(
+                f"history database {shown}: parameter {key!r} is given twice", hint=_HINT_URL
+            )
+        for item in values:
+            if key == "host":
+                _host(item, shown, "host=")
+            elif key == "port":
+                for port in item.split(","):
+                    _port(port, shown)
+            elif key in _PG_INTEGERS and not item.strip().lstrip("-").isdigit():
+                raise RlgateError(
+                    f"history database {shown}: {key} {item[:20]!r} is not an integer",
+                    hint=_HINT_URL,
+                )
+            elif key in _PG_CHOICES and item not in _PG_CHOICES[key]:
+                raise RlgateError(
+                    f"history database {shown}: {key} {item[:20]!r} is not one of "
+                    f"{', '.join(_PG_CHOICES[key])}",
+                    hint=_HINT_URL,
+                )
+
+
 def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | None]:
-    """The SQLAlchemy URL to connect to, and the SQLite file if it is one."""
+    """The SQLAlchemy URL to connect to, and the SQLite file if it is one.
+
+    Everything is checked here, before any connection: a malformed URL, a port out of
+    range or an unknown driver is exit 2; only a well-formed URL whose server does not
+    answer is exit 3 (when connecting).
+    """
     if url_or_path is None:
         env = os.environ.get(DB_ENV, "")
         if env:
@@ -148,18 +264,25 @@ def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | No
         return _resolve(path)
     text = os.fspath(url_or_path)
     if not text.strip() or "\x00" in text:
-        raise RlgateError(f"history database {text!r} is empty or not a path", hint=_HINT_URL)
+        raise RlgateError(
+            f"history database {redact_url(text)!r} is empty or not a path", hint=_HINT_URL
+        )
     if "://" not in text:
         path = _sqlite_file(Path(text).expanduser(), text)
         return URL.create("sqlite+pysqlite", database=str(path)), path
+    if one_line(text) != text:  # a control character or line break
+        raise RlgateError(
+            f"history database URL {one_line(redact_url(text))[:200]!r} holds a control character",
+            hint=_HINT_URL,
+        )
     try:
         url = sa.engine.make_url(text)
     except (sa.exc.ArgumentError, ValueError):  # ValueError: a port that is not a number
         raise RlgateError(
-            f"history database URL {one_line(text.split('@')[-1])!r} cannot be parsed",
+            f"history database URL {redact_url(text)[:200]!r} cannot be parsed",
             hint=_HINT_URL,
         ) from None
-    shown = url.render_as_string(hide_password=True)
+    shown = _display(url)
     backend, _, driver = url.drivername.partition("+")
     if backend == "sqlite" and driver in ("", "pysqlite"):
         if not url.database or url.database == ":memory:" or url.database.startswith("file:"):
@@ -168,11 +291,16 @@ def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | No
                 "database would lose what is recorded",
                 hint=_HINT_URL,
             )
+        if url.query:
+            raise RlgateError(
+                f"history database {shown}: rlgate opens an SQLite file itself (WAL, a busy "
+                f"timeout); it takes no parameters ({', '.join(url.query)[:80]})",
+                hint="give sqlite:///PATH, or the path alone",
+            )
         path = _sqlite_file(Path(url.database).expanduser(), shown)
         return URL.create("sqlite+pysqlite", database=str(path)), path
     if backend in ("postgresql", "postgres") and driver in ("", "psycopg"):
-        if not url.host and not url.query.get("host"):
-            raise RlgateError(f"history database {shown}: no host", hint=_HINT_URL)
+        _check_postgres(url, shown)
         return url.set(drivername="postgresql+psycopg"), None
     raise RlgateError(
         f"history database {shown}: unsupported database {url.drivername!r} (rlgate's "
@@ -181,18 +309,35 @@ def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | No
     )
 
 
+def _display(url: URL) -> str:
+    """A URL as every message shows it: no password, no secret query parameter."""
+    return redact_url(url.render_as_string(hide_password=True))
+
+
+def _secrets(url: URL) -> tuple[str, ...]:
+    """The URL's secrets (kept out of a driver's messages too)."""
+    found = [url.password] if url.password else []
+    for key, value in url.query.items():
+        if SECRET_PARAMETER.search(key):
+            found += [v for v in (value if isinstance(value, tuple) else (value,)) if v]
+    return tuple(sorted(map(str, found), key=len, reverse=True))
+
+
 # --- errors ------------------------------------------------------------------------------
 
 
-def _db_message(exc: BaseException) -> str:
+def _db_message(exc: BaseException, secrets: Sequence[str] = ()) -> str:
     orig = getattr(exc, "orig", None) or exc
     text = str(orig).strip().splitlines()
-    return one_line(text[0] if text else type(orig).__name__)[:300]
+    message = text[0] if text else type(orig).__name__
+    for secret in secrets:
+        message = message.replace(secret, "***")
+    return one_line(redact_url(message))[:300]
 
 
 @contextlib.contextmanager
-def _errors(shown: str, sqlite: bool) -> Iterator[None]:
-    """Database exceptions as one-line rlgate errors naming the database."""
+def _errors(shown: str, sqlite: bool, secrets: Sequence[str] = ()) -> Iterator[None]:
+    """Database exceptions as one-line rlgate errors naming the database (never a secret)."""
     try:
         yield
     except RlgateError:
@@ -205,7 +350,7 @@ def _errors(shown: str, sqlite: bool) -> Iterator[None]:
             hint="pip install 'rlgate[history]' (ci/install.sh installs every extra)",
         ) from None
     except sa.exc.OperationalError as exc:
-        why = _db_message(exc)
+        why = _db_message(exc, secrets)
         if sqlite and "locked" not in why and "busy" not in why:
             raise RlgateError(f"history database {shown}: {why}") from None
         raise InfraError(
@@ -215,7 +360,7 @@ def _errors(shown: str, sqlite: bool) -> Iterator[None]:
         ) from None
     except sa.exc.DatabaseError as exc:
         raise RlgateError(
-            f"history database {shown}: {_db_message(exc)}",
+            f"history database {shown}: {_db_message(exc, secrets)}",
             hint="is it an rlgate history database? (restore it from a backup: docs/history.md)",
         ) from None
 
@@ -408,12 +553,15 @@ class PruneResult:
 class Store:
     """A history database, migrated to this rlgate's schema (use :func:`open_store`)."""
 
-    def __init__(self, engine: Engine, shown: str, path: Path | None) -> None:
+    def __init__(
+        self, engine: Engine, shown: str, path: Path | None, secrets: Sequence[str] = ()
+    ) -> None:
         self.engine = engine
-        #: The database as messages name it (a URL without its password, or the file).
+        #: The database as messages name it (the file, or the URL through ``redact_url``).
         self.shown = shown
         #: The SQLite file, None for a server.
         self.path = path
+        self._secrets = tuple(secrets)
 
     def __enter__(self) -> Store:
         return self
@@ -432,7 +580,7 @@ class Store:
         A command that stops on the error may never close the store itself.
         """
         try:
-            with _errors(self.shown, self.path is not None):
+            with _errors(self.shown, self.path is not None, self._secrets):
                 with self.engine.begin() as conn:
                     yield conn
         except BaseException:
@@ -846,8 +994,9 @@ def _run_values(run: StoredRun) -> dict[str, Any]:
 def open_store(url_or_path: str | os.PathLike[str] | None = None) -> Store:
     """Open a history database (module docstring), creating and migrating it as needed."""
     url, path = _resolve(url_or_path)
-    shown = str(path) if path is not None else url.render_as_string(hide_password=True)
-    with _errors(shown, path is not None):
+    shown = str(path) if path is not None else _display(url)
+    secrets = _secrets(url)
+    with _errors(shown, path is not None, secrets):
         if path is not None:
             engine = _sqlite_engine(url)
         else:
@@ -860,4 +1009,4 @@ def open_store(url_or_path: str | os.PathLike[str] | None = None) -> Store:
         except BaseException:
             engine.dispose()
             raise
-    return Store(engine, shown, path)
+    return Store(engine, shown, path, secrets)

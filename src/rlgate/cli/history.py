@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlgate.cli.triage import DEFAULT_LAST  # history prune keeps what triage reads
 from rlgate.core.errors import ExitCode, RlgateError
-from rlgate.core.validate import int_in, positive_int
+from rlgate.core.validate import int_in, positive_int, utc_time
 
 if TYPE_CHECKING:
     from rlgate.core.results import Result
@@ -310,7 +310,7 @@ def add_history(sub: argparse._SubParsersAction) -> None:
     pr.add_argument(
         "--before",
         required=True,
-        type=_utc_time,
+        type=utc_time,
         metavar="DATE",
         help="ISO date or time (UTC unless it names a zone), e.g. 2026-06-01",
     )
@@ -487,18 +487,6 @@ def _cmd_flaky(args: argparse.Namespace) -> int:
         }
         write_json_atomic(args.json_out, doc, inputs=given)
     return ExitCode.OK
-
-
-def _utc_time(text: str) -> Any:
-    from datetime import UTC, datetime
-
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text[:80]!r} is not an ISO date or time (e.g. 2026-06-01 or 2026-06-01T12:00Z)"
-        ) from None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def _cmd_prune(args: argparse.Namespace) -> int:

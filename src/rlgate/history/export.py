@@ -5,11 +5,18 @@ label); NaN values are NaN again (the store's ``*_nan`` flags are not exported);
 columns (commits, versions, overrides) are JSON text. Every row is read by its table's
 typed reader first (:mod:`rlgate.history.rows`). Written with pyarrow (a base dependency),
 with each column's own type, atomically, never over the database itself.
+
+CSV is opened in spreadsheets, which run a cell that starts with ``=``, ``+``, ``-`` or
+``@`` (or a tab or carriage return) as a formula: in CSV, a *text* column's value that
+starts with one of them is prefixed with ``'`` (OWASP's rule for CSV injection), so it
+reads as the text it is. Number columns (a negative value rlgate measured) stay numbers, and
+Parquet keeps every value as it is.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -18,9 +25,11 @@ import pyarrow.parquet as pq
 from rlgate.core.io import write_bytes_atomic
 from rlgate.history.store import Store
 
-__all__ = ["FORMATS", "export_table"]
+__all__ = ["FORMATS", "FORMULA_START", "export_table", "neutralise_cell"]
 
 FORMATS = ("csv", "parquet")
+#: What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _ARROW = {
     "text": pa.string(),
     "int": pa.int64(),
@@ -28,6 +37,13 @@ _ARROW = {
     "bool": pa.bool_(),
     "time": pa.timestamp("us", tz="UTC"),
 }
+
+
+def neutralise_cell(value: str | None) -> str | None:
+    """A CSV text cell a spreadsheet shows as text: ``'`` before a formula's first character."""
+    if value is not None and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
 
 
 def export_table(
@@ -42,7 +58,10 @@ def export_table(
     columns, rows = store.table(table, recipe=recipe)
     arrays: dict[str, pa.Array] = {}
     for name, kind in columns:
-        arrays[name] = pa.array([row[name] for row in rows], type=_ARROW[kind])
+        values: list[Any] = [row[name] for row in rows]
+        if fmt == "csv" and kind == "text":
+            values = [neutralise_cell(v) for v in values]
+        arrays[name] = pa.array(values, type=_ARROW[kind])
     data = pa.table(arrays)
     sink = pa.BufferOutputStream()
     if fmt == "csv":

@@ -165,6 +165,13 @@ CASES = {
         "(run 'mlperf@n6', position -1)",
         RESULTS,
     ),
+    "position-twice": Case(
+        ("update results set position = 2 where run_pk = {pk} and position = 3",),
+        "results",
+        "position",
+        "(run 'mlperf@n6', position 2)",
+        ("show", "export-results"),
+    ),
     "step-value-null": Case(
         (
             "update step_metrics set value = NULL, value_nan = 0 where run_pk = {pk} and "

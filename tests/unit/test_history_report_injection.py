@@ -12,6 +12,8 @@ name or bound that holds a line break (rlgate records them from JUnit) on one li
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import shutil
 import sqlite3
@@ -51,6 +53,7 @@ HOSTILE = (
     "\u202ereversed\u2066 \x9b2K csi",
 )
 BRANCH = "[main](javascript:alert(6))"
+HARDWARE = "<b>64n4g</b>](javascript:alert(7))"  # the candidate's too: one series
 # what the page shows: the window's first and last nightly, the branch, the evidence
 VISIBLE = ("javascript:alert(1)", '<img src=x onerror="alert(3)">', "javascript:alert(6)")
 
@@ -63,8 +66,8 @@ def recipe_name() -> str:
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory) -> Path:
-    """Six passing nightlies of the corpus recipe, every context text hostile; the newest
-    nightly's id is a javascript: link."""
+    """Seven passing nightlies of the corpus recipe on one hardware, every context text
+    hostile; the newest nightly's id is a javascript: link."""
     db = tmp_path_factory.mktemp("history") / "history.db"
     with open_store(db) as store:
         for k, text in enumerate((*HOSTILE, LINK), start=1):
@@ -73,7 +76,7 @@ def history(tmp_path_factory) -> Path:
                 recipe=recipe_name(),
                 branch=BRANCH,
                 nightly_id=text,
-                hardware=f"{HOSTILE[k % len(HOSTILE)]} hw",
+                hardware=HARDWARE,
                 label=f"{HOSTILE[(k + 1) % len(HOSTILE)]} label",
                 commits=commit("A"),
                 recorded_at=T0 + timedelta(days=k),
@@ -95,10 +98,8 @@ def pages(history: Path, tmp_path_factory) -> dict[str, str]:
     db = root / "history.db"
     shutil.copyfile(history, db)
     report = ["report", "--junit", str(junit), "--db", str(db), "--main-branch", BRANCH,
-              "--out", str(root / "out"), "--run-id", "candidate"]  # fmt: skip
-    import contextlib
-    import io
-
+              "--hardware", HARDWARE, "--out", str(root / "out"),
+              "--run-id", "candidate"]  # fmt: skip
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(report)

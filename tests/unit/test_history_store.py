@@ -155,7 +155,8 @@ class TestRecordAndReadBack:
             store.record(ctx("r1"), mlperf_gate(3).results)
             with store.engine.begin() as conn:
                 conn.execute(sa.text("update results set tier = 'bogus' where position = 2"))
-            with pytest.raises(RlgateError, match=r"a result row of run #1 was not written by"):
+            pattern = r"table results, row id=\d+ \(run 'r1', position 2\), column tier: holds"
+            with pytest.raises(RlgateError, match=pattern):
                 store.runs()
 
 

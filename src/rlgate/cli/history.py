@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from rlgate.cli.triage import DEFAULT_LAST  # history prune keeps what triage reads
 from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.options import Extend
-from rlgate.core.validate import int_in, positive_int
+from rlgate.core.validate import int_in, positive_int, utc_time
 
 if TYPE_CHECKING:
     from rlgate.core.results import Result
@@ -244,8 +244,9 @@ def record(
 
 _HISTORY_DOC = (
     "The nightly history (docs/history.md). Exit codes: 0 done, 2 bad input (a bad database "
-    "path or URL, a file that is not a history database, a run id that does not exist), 3 the "
-    "database server cannot be reached or the [history] extra is not installed."
+    "path or URL, a file that is not a history database, a row rlgate did not write, a run id "
+    "that does not exist), 3 the server of a well-formed URL cannot be reached or the "
+    "[history] extra is not installed."
 )
 
 
@@ -326,7 +327,7 @@ def add_history(sub: argparse._SubParsersAction) -> None:
     pr.add_argument(
         "--before",
         required=True,
-        type=_utc_time,
+        type=utc_time,
         metavar="DATE",
         help="ISO date or time (UTC unless it names a zone), e.g. 2026-06-01",
     )
@@ -510,18 +511,6 @@ def _cmd_flaky(args: argparse.Namespace) -> int:
         }
         write_json_atomic(args.json_out, doc)  # never over the database (open_db)
     return ExitCode.OK
-
-
-def _utc_time(text: str) -> Any:
-    from datetime import UTC, datetime
-
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text[:80]!r} is not an ISO date or time (e.g. 2026-06-01 or 2026-06-01T12:00Z)"
-        ) from None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def _cmd_prune(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ OPTIONAL_MODULES: dict[str, str] = {
     "ray": "launch",
     "sqlalchemy": "history",
     "alembic": "history",
+    "psycopg": "history",  # history.store reads libpq's parameter names to check a URL
 }
 #: nemo-gym declares Requires-Python >=3.13.14, so no extra can hold it (ci/install.sh).
 NEMO_GYM = "pip install --no-deps --ignore-requires-python nemo-gym==0.7.0"

@@ -12,18 +12,24 @@ file names, JUnit names and messages, JSON fields written elsewhere. Three rules
   code span whose fence is longer than any backtick run it holds;
 * **one line**: a value that must stay on one line (a shell comment, a table
   cell) has its line breaks made visible too.
+
+And one rule for credentials: a database URL is shown only through :func:`redact_url`
+(the password of its user and every query parameter that carries a secret become ``***``).
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote_plus
 
 __all__ = [
+    "SECRET_PARAMETER",
     "escape_controls",
     "md_code",
     "md_text",
     "one_line",
     "printable",
+    "redact_url",
     "unescape_controls",
 ]
 
@@ -98,3 +104,36 @@ def md_code(text: object) -> str:
     fence = "`" * (longest + 1)
     pad = " " if body.startswith("`") or body.endswith("`") or not body.strip() else ""
     return f"{fence}{pad}{body}{pad}{fence}"
+
+
+#: Query parameters of a URL that carry a secret or name where one is (libpq's ``password``,
+#: ``sslpassword``, ``passfile``, ``sslkey``, ``sslkeylogfile``, ``oauth_client_secret``,
+#: ``scram_client_key``, ...; any ``token``): shown as ``***``.
+SECRET_PARAMETER = re.compile(r"pass|key|secret|token", re.IGNORECASE)
+# user:password@ -- the password runs to the last '@' (a raw '@', '/' or '?' in it included)
+_USERINFO = re.compile(r"([^:/@?#]*):.*@", re.DOTALL)
+
+
+def redact_url(text: object) -> str:
+    """``text`` (a URL, or anything else) with its credentials replaced by ``***``.
+
+    The password of ``scheme://user:password@host`` (to the last ``@``, so a malformed URL
+    leaks none of it) and the value of every query parameter whose decoded name matches
+    :data:`SECRET_PARAMETER` (``?password=...&sslpassword=...``). Text without ``://`` (a
+    file path) is returned as it is. Every message, output and JSON that names a database
+    URL shows it through this function.
+    """
+    scheme, sep, rest = str(text).partition("://")
+    if not sep:
+        return scheme
+    if match := _USERINFO.match(rest):
+        rest = f"{match.group(1)}:***@{rest[match.end() :]}"
+    head, qsep, query = rest.partition("?")
+    if qsep:
+        parts = re.split(r"([&;])", query)
+        for i in range(0, len(parts), 2):
+            key, eq, _ = parts[i].partition("=")
+            if eq and SECRET_PARAMETER.search(unquote_plus(key)):
+                parts[i] = f"{key}=***"
+        rest = head + qsep + "".join(parts)
+    return f"{scheme}{sep}{rest}"

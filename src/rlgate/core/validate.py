@@ -12,6 +12,9 @@ One definition each, used by every command and file format that needs it:
   for hours of work (``--n 100000000``) or crash a library (``--seed -1``);
 * :data:`PositiveInt`, :data:`PositiveFloat`: the same rules inside pydantic models (strict:
   ``true`` or ``"20"`` is not a count);
+* :func:`utc_time`: an argparse type for an ISO date or time, and :func:`as_utc`, the one
+  conversion of a time to aware UTC (naive is UTC): a time whose UTC form falls outside
+  years 1..9999 (``0001-01-01T00:00+14:00``) is refused, not an ``OverflowError``;
 * :func:`check_env_name`: a POSIX environment-variable name (``[A-Za-z_][A-Za-z0-9_]*``);
 * :data:`LineText`: a string without control characters (a path or value from a file);
 * :func:`problems`: a pydantic ``ValidationError`` as one line per problem, naming the key.
@@ -23,6 +26,7 @@ import argparse
 import math
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -36,6 +40,7 @@ __all__ = [
     "LineText",
     "PositiveFloat",
     "PositiveInt",
+    "as_utc",
     "check_env_name",
     "existing_path",
     "float_in",
@@ -45,6 +50,7 @@ __all__ = [
     "positive_float",
     "positive_int",
     "problems",
+    "utc_time",
 ]
 
 POSIX_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -148,6 +154,33 @@ def existing_path(text: str) -> Path:
     if not path.exists():
         raise argparse.ArgumentTypeError(f"path does not exist: {text}")
     return path
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` as an aware UTC time (a naive one is UTC); ValueError when out of range."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+14:00 is in year 0 in UTC
+        raise ValueError(_OUT_OF_RANGE) from None
+
+
+_OUT_OF_RANGE = "outside the years 1..9999 once in UTC"
+
+
+def utc_time(text: str) -> datetime:
+    """Argparse type: an ISO date or time (UTC unless it names a zone), as aware UTC."""
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not an ISO date or time (e.g. 2026-06-01 or 2026-06-01T12:00Z)"
+        ) from None
+    try:
+        return as_utc(when)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} is {exc}") from None
 
 
 def check_env_name(name: str) -> str:

@@ -2,13 +2,21 @@
 
 Each row carries its run's context (run id, recipe, branch, hardware, nightly, time,
 label); NaN values are NaN again (the store's ``*_nan`` flags are not exported); JSON
-columns (commits, versions, overrides) are JSON text. Written with pyarrow (a base
-dependency), atomically, never over the database itself.
+columns (commits, versions, overrides) are JSON text. Every row is read by its table's
+typed reader first (:mod:`rlgate.history.rows`). Written with pyarrow (a base dependency),
+with each column's own type, atomically, never over the database itself.
+
+CSV is opened in spreadsheets, which run a cell that starts with ``=``, ``+``, ``-`` or
+``@`` (or a tab or carriage return) as a formula: in CSV, a *text* column's value that
+starts with one of them is prefixed with ``'`` (OWASP's rule for CSV injection), so it
+reads as the text it is. Number columns (a negative value rlgate measured) stay numbers, and
+Parquet keeps every value as it is.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -17,9 +25,25 @@ import pyarrow.parquet as pq
 from rlgate.core.io import write_bytes_atomic
 from rlgate.history.store import Store
 
-__all__ = ["FORMATS", "export_table"]
+__all__ = ["FORMATS", "FORMULA_START", "export_table", "neutralise_cell"]
 
 FORMATS = ("csv", "parquet")
+#: What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_ARROW = {
+    "text": pa.string(),
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "bool": pa.bool_(),
+    "time": pa.timestamp("us", tz="UTC"),
+}
+
+
+def neutralise_cell(value: str | None) -> str | None:
+    """A CSV text cell a spreadsheet shows as text: ``'`` before a formula's first character."""
+    if value is not None and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
 
 
 def export_table(
@@ -31,9 +55,14 @@ def export_table(
     recipe: str | None = None,
 ) -> int:
     """Write ``table`` (``runs``, ``results``, ``steps``, ``swe``) to ``out``; the row count."""
-    names, rows = store.table(table, recipe=recipe)
-    columns = {name: [row[name] for row in rows] for name in names}
-    data = pa.table(columns) if rows else pa.table({n: pa.array([], pa.string()) for n in names})
+    columns, rows = store.table(table, recipe=recipe)
+    arrays: dict[str, pa.Array] = {}
+    for name, kind in columns:
+        values: list[Any] = [row[name] for row in rows]
+        if fmt == "csv" and kind == "text":
+            values = [neutralise_cell(v) for v in values]
+        arrays[name] = pa.array(values, type=_ARROW[kind])
+    data = pa.table(arrays)
     sink = pa.BufferOutputStream()
     if fmt == "csv":
         pa_csv.write_csv(data, sink)

@@ -8,7 +8,9 @@ Results are never re-declared here: the store keeps each one field for field and
 same Result back.
 
 Every text field is one line without control characters (names and ids reach terminals,
-CSV files and SQL); a ``recorded_at`` without a time zone is read as UTC.
+CSV files and SQL); a ``recorded_at`` without a time zone is read as UTC. The same models
+validate what is recorded and what is read back (:mod:`rlgate.history.rows`): a row that
+another tool wrote gets no more trust than an option on the command line.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from rlgate.core.results import Result
-from rlgate.core.validate import LineText
+from rlgate.core.validate import LineText, as_utc
 from rlgate.swe.records import Outcome as SweOutcome
 
 __all__ = [
@@ -85,9 +87,7 @@ class RunContext(_Record):
     @field_validator("recorded_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        return as_utc(value)
 
 
 class SweInstanceRow(_Record):

@@ -4,6 +4,9 @@ Without ``--check``: the runs (oldest first, numbered), then one line per check 
 mark per run (``.`` pass, ``F`` fail, ``E`` error, ``s`` skip, blank: not in that run) and
 its latest value and bound. With ``--check NAME``: that check run by run (outcome, value,
 bound, message).
+
+Everything shown comes from the database and is shown as one line (:func:`one_line`): a
+check name or bound that holds a line break cannot start a line of its own.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ def _runs_table(runs: Sequence[RecordedRun]) -> list[str]:
         mark = " PROMOTED" if run.promoted else ""
         label = f" [{c.label}]" if c.label else ""
         when = c.recorded_at.strftime("%Y-%m-%d %H:%M")
-        lines.append(f"  {i:<2} {when}  {' / '.join(facts)}{label}{mark}")
+        lines.append(one_line(f"  {i:<2} {when}  {' / '.join(facts)}{label}{mark}"))
     return lines
 
 
@@ -46,8 +49,10 @@ def render_history(
     ordered = list(reversed(runs))
     promoted = sum(r.promoted for r in ordered)
     head = [
-        f"history of {recipe} in {shown}: {len(ordered)} run(s), oldest first "
-        f"({promoted} promoted)",
+        one_line(
+            f"history of {recipe} in {shown}: {len(ordered)} run(s), oldest first "
+            f"({promoted} promoted)"
+        ),
         *_runs_table(ordered),
         "",
     ]
@@ -59,16 +64,17 @@ def render_history(
                 rows.append(f"  {i:<2} -")
                 continue
             rows.append(
-                f"  {i:<2} {hit.outcome.value.upper():<5} {_value(hit):>12}  {hit.bound:<24} "
-                f"{one_line(hit.message)[:140]}"
+                f"  {i:<2} {hit.outcome.value.upper():<5} {_value(hit):>12}  "
+                f"{one_line(hit.bound):<24} {one_line(hit.message)[:140]}"
             )
         if all(row.endswith(" -") for row in rows):
-            rows.append(f"  (no run records a check named {check!r})")
-        return "\n".join([*head, f"check {check}:", *rows]) + "\n"
+            rows.append(f"  (no run records a check named {one_line(check)!r})")
+        return "\n".join([*head, f"check {one_line(check)}:", *rows]) + "\n"
     names: list[str] = []
     for run in ordered:
         names += [r.name for r in run.results if r.name not in names and not r.informational]
-    width = max((len(n) for n in names), default=5)
+    shown_name = {name: one_line(name) for name in names}
+    width = max((len(n) for n in shown_name.values()), default=5)
     numbers = "".join(str(i % 10) for i in range(1, len(ordered) + 1))
     lines = [*head, f"  {'check':<{width}}  {numbers}  latest value  bound"]
     for name in names:
@@ -77,7 +83,7 @@ def render_history(
             hit = next((r for r in run.results if r.name == name), None)
             marks += MARKS[hit.outcome] if hit is not None else " "
             latest = hit or latest
-        bound = latest.bound if latest is not None else ""
-        lines.append(f"  {name:<{width}}  {marks}  {_value(latest):>12}  {bound}")
+        bound = one_line(latest.bound) if latest is not None else ""
+        lines.append(f"  {shown_name[name]:<{width}}  {marks}  {_value(latest):>12}  {bound}")
     lines.append("marks: . pass  F fail  E error  s skip  (blank: not in that run)")
     return "\n".join(lines) + "\n"

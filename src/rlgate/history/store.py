@@ -20,18 +20,26 @@ Every :meth:`Store.record` is one transaction: the run, its Results, its per-ste
 and its SWE instance outcomes are all stored or none is. A run id is unique: recording it
 again is refused (nothing recorded is ever replaced).
 
+Every read passes its rows through the typed readers of :mod:`rlgate.history.rows` (one
+per table): a row rlgate did not write is an error naming table, row and column, never a
+traceback or a record that was not validated.
+
 Errors are :class:`~rlgate.core.errors.RlgateError` with one line naming the database
-(exit 2: a bad URL or path, a file that is not an SQLite database, a run id that does not
-exist; exit 3 (:class:`~rlgate.core.errors.InfraError`): a server that cannot be reached,
-a database locked for longer than the busy timeout). A password in a URL is never shown.
+(exit 2: a bad URL or path, checked before anything is connected to, a file that is not an
+SQLite database, a row rlgate did not write, a run id that does not exist; exit 3
+(:class:`~rlgate.core.errors.InfraError`): a well-formed URL whose server cannot be reached,
+a database locked for longer than the busy timeout). A URL is shown only through
+:func:`rlgate.core.text.redact_url`: no password or other secret of it is ever printed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import math
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,10 +51,24 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine
 
 from rlgate.core.errors import InfraError, RlgateError
-from rlgate.core.results import RESULT_SCHEMA_VERSION, Op, Outcome, Result, Tier
-from rlgate.core.text import one_line
+from rlgate.core.results import Result
+from rlgate.core.text import SECRET_PARAMETER, one_line, redact_url
 from rlgate.history.model import CommitRef, RecordedRun, RunContext, SweInstanceRow, utc_now
-from rlgate.history.schema import ResultRow, RunRow, StepRow, SweRow
+from rlgate.history.rows import (
+    RESULT_COLUMNS,
+    RUN_COLUMNS,
+    STEP_COLUMNS,
+    SWE_COLUMNS,
+    CorruptRow,
+    StoredRun,
+    raw_columns,
+    read_result,
+    read_revision,
+    read_run,
+    read_step,
+    read_swe,
+)
+from rlgate.history.schema import ResultRow, RunRow, StepRow, SweRow, UtcDateTime
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -113,8 +135,121 @@ def _sqlite_file(path: Path, shown: str) -> Path:
     return path.resolve()
 
 
+# A host name (RFC 1123 labels; '_' as Docker and Kubernetes names use it) or an address.
+_HOSTNAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?")
+#: libpq connection parameters whose value is one of a few words, and those that are numbers
+#: (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS).
+_PG_CHOICES = {
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "gssencmode": ("disable", "prefer", "require"),
+    "channel_binding": ("disable", "prefer", "require"),
+    "sslcertmode": ("disable", "allow", "require"),
+    "sslnegotiation": ("postgres", "direct"),
+    "load_balance_hosts": ("disable", "random"),
+    "target_session_attrs": (
+        "any", "read-write", "read-only", "primary", "standby", "prefer-standby",
+    ),
+}  # fmt: skip
+_PG_INTEGERS = (
+    "connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
+    "keepalives_count", "tcp_user_timeout", "sslcompression",
+)  # fmt: skip
+
+
+def _libpq_parameters() -> frozenset[str] | None:
+    """The connection parameters the installed libpq knows (None: psycopg is missing)."""
+    try:
+        from psycopg import pq
+    except ImportError:  # connecting says so (exit 3, naming the extra)
+        return None
+    return frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults())
+
+
+def _host(value: str, shown: str, where: str) -> None:
+    if "@" in value:  # user:p@ss@host: the host part holds the end of a password
+        raise RlgateError(
+            f"history database {shown}: the host part holds '@' (a '@' in a password is "
+            "written %40)",
+            hint=_HINT_URL,
+        )
+    for entry in value.split(","):
+        host = entry.strip()
+        if host.startswith("/"):
+            continue  # a Unix socket folder
+        if where == "host=" and host.count(":") == 1:  # SQLAlchemy's host=h:port entries
+            host, port = host.split(":")
+            _port(port, shown)
+        try:
+            ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            if not _HOSTNAME.fullmatch(host):
+                raise RlgateError(
+                    f"history database {shown}: {where}{host[:80]!r} is not a host name or address",
+                    hint=_HINT_URL,
+                ) from None
+
+
+def _port(value: object, shown: str) -> None:
+    text = str(value).strip()
+    if not (text.isdigit() and 1 <= int(text) <= 65535):
+        raise RlgateError(
+            f"history database {shown}: port {text[:20]!r} is not a TCP port (1..65535)",
+            hint=_HINT_URL,
+        )
+
+
+def _check_postgres(url: URL, shown: str) -> None:
+    """Refuse a malformed PostgreSQL URL before connecting (exit 2, never 3).
+
+    Host, port and query parameters are checked as libpq would check them at connection
+    time: an unknown parameter, a value not among a parameter's words, a number that is not
+    one, a parameter given twice. Only a well-formed URL reaches the server.
+    """
+    if url.host:
+        _host(url.host, shown, "host ")
+    elif not url.query.get("host"):
+        raise RlgateError(f"history database {shown}: no host", hint=_HINT_URL)
+    if url.port is not None:
+        _port(url.port, shown)
+    known = _libpq_parameters() if url.query else None
+    for key, value in url.query.items():
+        if known is not None and key not in known:
+            raise RlgateError(
+                f"history database {shown}: {key[:40]!r} is not a PostgreSQL connection "
+                "parameter (libpq-connect.html#LIBPQ-PARAMKEYWORDS)",
+                hint=_HINT_URL,
+            )
+        values = value if isinstance(value, tuple) else (value,)
+        if len(values) > 1 and key != "host":
+            raise RlgateError(
+                f"history database {shown}: parameter {key!r} is given twice", hint=_HINT_URL
+            )
+        for item in values:
+            if key == "host":
+                _host(item, shown, "host=")
+            elif key == "port":
+                for port in item.split(","):
+                    _port(port, shown)
+            elif key in _PG_INTEGERS and not item.strip().lstrip("-").isdigit():
+                raise RlgateError(
+                    f"history database {shown}: {key} {item[:20]!r} is not an integer",
+                    hint=_HINT_URL,
+                )
+            elif key in _PG_CHOICES and item not in _PG_CHOICES[key]:
+                raise RlgateError(
+                    f"history database {shown}: {key} {item[:20]!r} is not one of "
+                    f"{', '.join(_PG_CHOICES[key])}",
+                    hint=_HINT_URL,
+                )
+
+
 def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | None]:
-    """The SQLAlchemy URL to connect to, and the SQLite file if it is one."""
+    """The SQLAlchemy URL to connect to, and the SQLite file if it is one.
+
+    Everything is checked here, before any connection: a malformed URL, a port out of
+    range or an unknown driver is exit 2; only a well-formed URL whose server does not
+    answer is exit 3 (when connecting).
+    """
     if url_or_path is None:
         env = os.environ.get(DB_ENV, "")
         if env:
@@ -130,18 +265,25 @@ def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | No
         return _resolve(path)
     text = os.fspath(url_or_path)
     if not text.strip() or "\x00" in text:
-        raise RlgateError(f"history database {text!r} is empty or not a path", hint=_HINT_URL)
+        raise RlgateError(
+            f"history database {redact_url(text)!r} is empty or not a path", hint=_HINT_URL
+        )
     if "://" not in text:
         path = _sqlite_file(Path(text).expanduser(), text)
         return URL.create("sqlite+pysqlite", database=str(path)), path
+    if one_line(text) != text:  # a control character or line break
+        raise RlgateError(
+            f"history database URL {one_line(redact_url(text))[:200]!r} holds a control character",
+            hint=_HINT_URL,
+        )
     try:
         url = sa.engine.make_url(text)
     except (sa.exc.ArgumentError, ValueError):  # ValueError: a port that is not a number
         raise RlgateError(
-            f"history database URL {one_line(text.split('@')[-1])!r} cannot be parsed",
+            f"history database URL {redact_url(text)[:200]!r} cannot be parsed",
             hint=_HINT_URL,
         ) from None
-    shown = url.render_as_string(hide_password=True)
+    shown = _display(url)
     backend, _, driver = url.drivername.partition("+")
     if backend == "sqlite" and driver in ("", "pysqlite"):
         if not url.database or url.database == ":memory:" or url.database.startswith("file:"):
@@ -150,11 +292,16 @@ def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | No
                 "database would lose what is recorded",
                 hint=_HINT_URL,
             )
+        if url.query:
+            raise RlgateError(
+                f"history database {shown}: rlgate opens an SQLite file itself (WAL, a busy "
+                f"timeout); it takes no parameters ({', '.join(url.query)[:80]})",
+                hint="give sqlite:///PATH, or the path alone",
+            )
         path = _sqlite_file(Path(url.database).expanduser(), shown)
         return URL.create("sqlite+pysqlite", database=str(path)), path
     if backend in ("postgresql", "postgres") and driver in ("", "psycopg"):
-        if not url.host and not url.query.get("host"):
-            raise RlgateError(f"history database {shown}: no host", hint=_HINT_URL)
+        _check_postgres(url, shown)
         return url.set(drivername="postgresql+psycopg"), None
     raise RlgateError(
         f"history database {shown}: unsupported database {url.drivername!r} (rlgate's "
@@ -163,18 +310,35 @@ def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | No
     )
 
 
+def _display(url: URL) -> str:
+    """A URL as every message shows it: no password, no secret query parameter."""
+    return redact_url(url.render_as_string(hide_password=True))
+
+
+def _secrets(url: URL) -> tuple[str, ...]:
+    """The URL's secrets (kept out of a driver's messages too)."""
+    found = [url.password] if url.password else []
+    for key, value in url.query.items():
+        if SECRET_PARAMETER.search(key):
+            found += [v for v in (value if isinstance(value, tuple) else (value,)) if v]
+    return tuple(sorted(map(str, found), key=len, reverse=True))
+
+
 # --- errors ------------------------------------------------------------------------------
 
 
-def _db_message(exc: BaseException) -> str:
+def _db_message(exc: BaseException, secrets: Sequence[str] = ()) -> str:
     orig = getattr(exc, "orig", None) or exc
     text = str(orig).strip().splitlines()
-    return one_line(text[0] if text else type(orig).__name__)[:300]
+    message = text[0] if text else type(orig).__name__
+    for secret in secrets:
+        message = message.replace(secret, "***")
+    return one_line(redact_url(message))[:300]
 
 
 @contextlib.contextmanager
-def _errors(shown: str, sqlite: bool) -> Iterator[None]:
-    """Database exceptions as one-line rlgate errors naming the database."""
+def _errors(shown: str, sqlite: bool, secrets: Sequence[str] = ()) -> Iterator[None]:
+    """Database exceptions as one-line rlgate errors naming the database (never a secret)."""
     try:
         yield
     except RlgateError:
@@ -187,7 +351,7 @@ def _errors(shown: str, sqlite: bool) -> Iterator[None]:
             hint="pip install 'rlgate[history]' (ci/install.sh installs every extra)",
         ) from None
     except sa.exc.OperationalError as exc:
-        why = _db_message(exc)
+        why = _db_message(exc, secrets)
         if sqlite and "locked" not in why and "busy" not in why:
             raise RlgateError(f"history database {shown}: {why}") from None
         raise InfraError(
@@ -197,7 +361,7 @@ def _errors(shown: str, sqlite: bool) -> Iterator[None]:
         ) from None
     except sa.exc.DatabaseError as exc:
         raise RlgateError(
-            f"history database {shown}: {_db_message(exc)}",
+            f"history database {shown}: {_db_message(exc, secrets)}",
             hint="is it an rlgate history database? (restore it from a backup: docs/history.md)",
         ) from None
 
@@ -233,50 +397,44 @@ def _alembic_config(conn: Connection) -> Any:
     return config
 
 
-def _at_head(conn: Connection, tables: set[str]) -> bool:
-    """True when the version table holds :data:`HEAD_REVISION` alone (no Alembic needed)."""
-    if VERSION_TABLE not in tables:
-        return False
-    rows = conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
-    return [tuple(r) for r in rows] == [(HEAD_REVISION,)]
-
-
 def _upgrade(conn: Connection, shown: str) -> None:
-    """Bring the schema to the newest revision, refusing a foreign or newer database.
+    """Bring the schema to the newest revision, refusing a foreign, newer or corrupt database.
 
-    A database already at :data:`HEAD_REVISION` (every open but the first after an
-    upgrade) is recognised without importing Alembic (0.2 s of a ``rlgate triage``).
+    The version table is read by its typed reader (:func:`rlgate.history.rows.read_revision`:
+    one revision, or none in a new database). A database already at :data:`HEAD_REVISION`
+    (every open but the first after an upgrade) is recognised without importing Alembic
+    (0.2 s of a ``rlgate triage``).
     """
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK})
     tables = set(sa.inspect(conn).get_table_names())
-    if _at_head(conn, tables):
-        return
+    current = None
+    if VERSION_TABLE in tables:
+        rows = conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
+        current = read_revision(VERSION_TABLE, rows, sorted(tables - {VERSION_TABLE}), shown)
+        if current == HEAD_REVISION:
+            return
+    elif tables:
+        raise RlgateError(
+            f"history database {shown} is not an rlgate history database: it holds "
+            f"other tables ({', '.join(sorted(tables)[:5])})",
+            hint="give a new file or an empty database (docs/history.md: a shared database)",
+        )
     from alembic import command
-    from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
     script = ScriptDirectory(str(MIGRATIONS))
     head = script.get_current_head()
-    if VERSION_TABLE not in tables:
-        if tables:
-            raise RlgateError(
-                f"history database {shown} is not an rlgate history database: it holds "
-                f"other tables ({', '.join(sorted(tables)[:5])})",
-                hint="give a new file or an empty database (docs/history.md: a shared database)",
-            )
-    else:
-        context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-        current = context.get_current_revision()
-        if current == head:
-            return
+    if current is not None:
         known = {rev.revision for rev in script.walk_revisions()}
-        if current is not None and current not in known:
+        if current not in known:
             raise RlgateError(
                 f"history database {shown} is at schema revision {current!r}, which this "
                 f"rlgate does not know (its newest is {head!r}): a newer rlgate wrote it",
                 hint="upgrade rlgate; an older one never downgrades a history database",
             )
+        if current == head:
+            return
     command.upgrade(_alembic_config(conn), "head")
 
 
@@ -315,71 +473,6 @@ def _result_row(run_pk: int, position: int, result: Result) -> dict[str, Any]:
     }
 
 
-_TIERS = {t.value: t for t in Tier}
-_OUTCOMES = {o.value: o for o in Outcome}
-_OPS = {o.value: o for o in Op}
-_RESULT_COLUMNS = (
-    "run_pk",
-    "name",
-    "tier",
-    "outcome",
-    "value",
-    "value_nan",
-    "op",
-    "threshold",
-    "threshold_nan",
-    "unit",
-    "bound",
-    "message",
-    "metric",
-    "evidence",
-    "informational",
-    "schema_version",
-)
-
-
-def _float(value: Any, nan: Any) -> float | None:
-    if nan:
-        return math.nan
-    if value is None or isinstance(value, float):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    raise ValueError(f"not a number: {value!r:.40}")
-
-
-def _result(row: Sequence[Any]) -> Result:
-    """A result row as its Result (ValueError on a row no rlgate wrote)."""
-    (_, name, tier, outcome, value, value_nan, op, threshold, threshold_nan) = row[:9]
-    (unit, bound, message, metric, evidence, informational, version) = row[9:]
-    texts = (name, unit, bound, message, informational, *([metric] if metric is not None else []))
-    if not all(isinstance(t, str) for t in texts) or not isinstance(evidence, str):
-        raise ValueError("a text column holds something else")
-    data = {} if evidence == "{}" else json.loads(evidence)
-    if not isinstance(data, dict):
-        raise ValueError("evidence is not a JSON object")
-    if not (isinstance(version, int) and 1 <= version <= RESULT_SCHEMA_VERSION):
-        raise ValueError(f"schema_version {version!r:.20}")
-    if tier not in _TIERS or outcome not in _OUTCOMES or (op is not None and op not in _OPS):
-        raise ValueError(f"tier/outcome/op {tier!r:.20}/{outcome!r:.20}/{op!r:.20}")
-    # every field checked above: construct without validating again (reading is the hot path)
-    return Result.model_construct(
-        name=name,
-        tier=_TIERS[tier],
-        outcome=_OUTCOMES[outcome],
-        value=_float(value, value_nan),
-        op=_OPS[op] if op is not None else None,
-        threshold=_float(threshold, threshold_nan),
-        unit=unit,
-        bound=bound,
-        message=message,
-        metric=metric,
-        evidence=data,
-        informational=informational,
-        schema_version=version,
-    )
-
-
 def _context_row(context: RunContext) -> dict[str, Any]:
     return {
         "run_id": context.run_id,
@@ -396,23 +489,6 @@ def _context_row(context: RunContext) -> dict[str, Any]:
         "source": context.source,
         "promoted": False,
     }
-
-
-def _context(row: Any) -> RunContext:
-    return RunContext(
-        run_id=row.run_id,
-        recipe=row.recipe,
-        recipe_sha256=row.recipe_sha256,
-        branch=row.branch,
-        commits=row.commits,
-        versions=row.versions,
-        hardware=row.hardware,
-        nightly_id=row.nightly_id,
-        recorded_at=row.recorded_at,
-        label=row.label,
-        overrides=tuple(row.overrides),
-        source=row.source,
-    )
 
 
 def _step_rows(
@@ -493,12 +569,15 @@ class Promotion:
 class Store:
     """A history database, migrated to this rlgate's schema (use :func:`open_store`)."""
 
-    def __init__(self, engine: Engine, shown: str, path: Path | None) -> None:
+    def __init__(
+        self, engine: Engine, shown: str, path: Path | None, secrets: Sequence[str] = ()
+    ) -> None:
         self.engine = engine
-        #: The database as messages name it (a URL without its password, or the file).
+        #: The database as messages name it (the file, or the URL through ``redact_url``).
         self.shown = shown
         #: The SQLite file, None for a server.
         self.path = path
+        self._secrets = tuple(secrets)
 
     def __enter__(self) -> Store:
         return self
@@ -512,8 +591,17 @@ class Store:
 
     @contextlib.contextmanager
     def _begin(self) -> Iterator[Connection]:
-        with _errors(self.shown, self.path is not None), self.engine.begin() as conn:
-            yield conn
+        """One transaction. After an error the store holds no open connection.
+
+        A command that stops on the error may never close the store itself.
+        """
+        try:
+            with _errors(self.shown, self.path is not None, self._secrets):
+                with self.engine.begin() as conn:
+                    yield conn
+        except BaseException:
+            self.engine.dispose()
+            raise
 
     def _missing(self, run_id: str) -> RlgateError:
         return RlgateError(
@@ -621,33 +709,11 @@ class Store:
     def promotion(self, run_id: str) -> Promotion:
         """How the run was last promoted or demoted (:class:`Promotion`)."""
         with self._begin() as conn:
-            row = conn.execute(
-                sa.select(
-                    _RUNS.c.promoted,
-                    _RUNS.c.promoted_at,
-                    _RUNS.c.promotion_forced,
-                    _RUNS.c.promotion_overrode,
-                    _RUNS.c.promotion_by,
-                ).where(_RUNS.c.run_id == run_id)
-            ).first()
-        if row is None:
+            rows = self._contexts(conn, [_RUNS.c.run_id == run_id])
+        if not rows:
             raise self._missing(run_id)
-        overrode = row.promotion_overrode
-        if overrode is not None and not (
-            isinstance(overrode, list) and all(isinstance(o, str) for o in overrode)
-        ):
-            raise RlgateError(
-                f"history database {self.shown}: runs.promotion_overrode of run "
-                f"{one_line(run_id)[:80]!r} was not written by rlgate (not a list of text)",
-                hint="restore the database from a backup (docs/history.md)",
-            )
-        return Promotion(
-            promoted=bool(row.promoted),
-            at=row.promoted_at,
-            forced=bool(row.promotion_forced),
-            overrode=tuple(overrode or ()),
-            by=row.promotion_by,
-        )
+        run = rows[0]
+        return Promotion(run.promoted, run.promoted_at, run.forced, run.overrode, run.by)
 
     def prune(self, *, before: datetime, keep_last: int, dry_run: bool = False) -> PruneResult:
         """Delete old runs in one transaction; what was (or, ``dry_run``, would be) deleted.
@@ -666,20 +732,21 @@ class Store:
             kept: dict[tuple[str, str | None], set[Any]] = {}
             doomed, promoted = [], 0
             for row in rows:
-                nightlies = kept.setdefault((row.recipe, row.branch), set())
-                key = ("nightly", row.nightly_id) if row.nightly_id else ("run", row.id)
+                c = row.context
+                nightlies = kept.setdefault((c.recipe, c.branch), set())
+                key = ("nightly", c.nightly_id) if c.nightly_id else ("run", row.pk)
                 if key in nightlies:
                     continue
                 if len(nightlies) < keep_last:
                     nightlies.add(key)
                     continue
-                if row.recorded_at >= before:
+                if c.recorded_at >= before:
                     continue
                 if row.promoted:
                     promoted += 1
                     continue
                 doomed.append(row)
-            pks = [r.id for r in doomed]
+            pks = [r.pk for r in doomed]
             counts = {}
             for name, table in (("results", _RESULTS), ("steps", _STEPS), ("swe", _SWE)):
                 counts[name] = sum(
@@ -692,7 +759,7 @@ class Store:
                 for chunk in _chunks(pks):
                     conn.execute(sa.delete(_RUNS).where(_RUNS.c.id.in_(chunk)))
         return PruneResult(
-            run_ids=tuple(r.run_id for r in doomed),
+            run_ids=tuple(r.context.run_id for r in doomed),
             results=counts["results"],
             steps=counts["steps"],
             swe=counts["swe"],
@@ -702,37 +769,47 @@ class Store:
 
     # --- reading ---------------------------------------------------------------------
 
-    def _contexts(self, conn: Connection, where: Sequence[Any]) -> list[Any]:
-        query = (
-            sa.select(_RUNS).where(*where).order_by(_RUNS.c.recorded_at.desc(), _RUNS.c.id.desc())
-        )
-        return list(conn.execute(query))
+    def _contexts(self, conn: Connection, where: Sequence[Any]) -> list[StoredRun]:
+        """The ``runs`` rows matching ``where``, read by their typed reader, newest first."""
+        query = sa.select(*raw_columns(_RUNS, RUN_COLUMNS)).where(*where)
+        rows = [read_run(row._mapping, self.shown) for row in conn.execute(query)]
+        rows.sort(key=lambda r: (r.context.recorded_at, r.pk), reverse=True)
+        return rows
 
-    def _results(self, conn: Connection, pks: Sequence[int]) -> dict[int, list[Result]]:
-        out: dict[int, list[Result]] = {pk: [] for pk in pks}
-        columns = [_RESULTS.c[name] for name in _RESULT_COLUMNS]
-        for chunk in _chunks(list(pks)):
+    def _result_rows(
+        self, conn: Connection, runs: Sequence[StoredRun]
+    ) -> Iterator[tuple[int, int, Result]]:
+        """``(run pk, position, Result)`` of ``runs``, by run key and position.
+
+        Each row is read by the ``results`` reader; a position held twice in a run is
+        refused too.
+        """
+        names = {r.pk: r.context.run_id for r in runs}
+        columns = raw_columns(_RESULTS, RESULT_COLUMNS)
+        for chunk in _chunks(sorted(names)):
             query = (
                 sa.select(*columns)
                 .where(_RESULTS.c.run_pk.in_(chunk))
                 .order_by(_RESULTS.c.run_pk, _RESULTS.c.position)
             )
+            last = None
             for row in conn.execute(query).all():
-                try:
-                    out[row[0]].append(_result(row))
-                except (ValueError, RecursionError) as exc:
-                    raise RlgateError(
-                        f"history database {self.shown}: a result row of run #{row[0]} was not "
-                        f"written by rlgate ({one_line(exc)[:120]})",
-                        hint="restore the database from a backup (docs/history.md)",
-                    ) from None
-        return out
+                pk = row[1]
+                position, result = read_result(row, names[pk], self.shown)
+                if last == (pk, position):
+                    raise CorruptRow(self.shown, "results",
+                                     f"row id={row[0]} (run {names[pk]!r}, position {position})",
+                                     "position", "holds a position another result of the run "
+                                     "holds too")  # fmt: skip
+                last = (pk, position)
+                yield pk, position, result
 
-    def _recorded(self, conn: Connection, rows: Sequence[Any]) -> list[RecordedRun]:
-        results = self._results(conn, [r.id for r in rows])
+    def _recorded(self, conn: Connection, rows: Sequence[StoredRun]) -> list[RecordedRun]:
+        results: dict[int, list[Result]] = {r.pk: [] for r in rows}
+        for pk, _, result in self._result_rows(conn, rows):
+            results[pk].append(result)
         return [
-            RecordedRun(context=_context(r), results=results[r.id], promoted=bool(r.promoted))
-            for r in rows
+            RecordedRun(context=r.context, results=results[r.pk], promoted=r.promoted) for r in rows
         ]
 
     def runs(
@@ -766,11 +843,12 @@ class Store:
         with self._begin() as conn:
             rows = self._contexts(conn, where)
             if commit is not None:
-                rows = [r for r in rows if commit.matches(r.commits or {})]
+                rows = [r for r in rows if commit.matches(r.context.commits)]
             if last is not None:
                 keep, nightlies = [], set()
                 for row in rows:
-                    key = ("nightly", row.nightly_id) if row.nightly_id else ("run", row.id)
+                    c = row.context
+                    key = ("nightly", c.nightly_id) if c.nightly_id else ("run", row.pk)
                     if key not in nightlies:
                         if len(nightlies) == last:
                             continue
@@ -807,20 +885,19 @@ class Store:
         """
         hw = _RUNS.c.hardware.is_(None) if hardware is None else _RUNS.c.hardware == hardware
         with self._begin() as conn:
-            rows = self._contexts(conn, [_RUNS.c.recipe == recipe, hw, _RUNS.c.promoted])
+            # promotion is read by the runs reader (a flag rlgate did not write is named)
+            rows = [r for r in self._contexts(conn, [_RUNS.c.recipe == recipe, hw]) if r.promoted]
             if overrides is not None:
-                rows = [r for r in rows if list(r.overrides) == list(overrides)]
+                rows = [r for r in rows if list(r.context.overrides) == list(overrides)]
             return self._recorded(conn, rows)
 
     def promoted_at(self, run_id: str) -> datetime | None:
         """When the run was last promoted or demoted (None: never)."""
         with self._begin() as conn:
-            row = conn.execute(
-                sa.select(_RUNS.c.promoted_at).where(_RUNS.c.run_id == run_id)
-            ).first()
-        if row is None:
+            rows = self._contexts(conn, [_RUNS.c.run_id == run_id])
+        if not rows:
             raise self._missing(run_id)
-        return row.promoted_at
+        return rows[0].promoted_at
 
     def steps(
         self, run_id: str, *, tags: Sequence[str] | None = None
@@ -831,98 +908,141 @@ class Store:
             if pk is None:
                 raise self._missing(run_id)
             query = (
-                sa.select(_STEPS.c.tag, _STEPS.c.step, _STEPS.c.value, _STEPS.c.value_nan)
+                sa.select(*raw_columns(_STEPS, STEP_COLUMNS))
                 .where(_STEPS.c.run_pk == pk)
                 .order_by(_STEPS.c.tag, _STEPS.c.step)
             )
             if tags is not None:
                 query = query.where(_STEPS.c.tag.in_(list(tags)))
             out: dict[str, list[tuple[int, float]]] = {}
-            for tag, step, value, nan in conn.execute(query):
-                out.setdefault(tag, []).append((int(step), math.nan if nan else float(value)))
+            for row in conn.execute(query):
+                tag, step, value = read_step(row, run_id, self.shown)
+                out.setdefault(tag, []).append((step, value))
         return out
 
     def swe_instances(self, *, model: str | None = None) -> list[SweInstanceRow]:
         """SWE instance outcomes (of ``model``), oldest recorded run first."""
         query = (
-            sa.select(
-                _RUNS.c.run_id,
-                _SWE.c.model,
-                _SWE.c.swe_run,
-                _SWE.c.instance_id,
-                _SWE.c.outcome,
-                _SWE.c.reason,
-            )
+            sa.select(*raw_columns(_SWE, SWE_COLUMNS))
             .join(_RUNS, _RUNS.c.id == _SWE.c.run_pk)
             .order_by(_RUNS.c.recorded_at, _RUNS.c.id, _SWE.c.swe_run, _SWE.c.instance_id)
         )
+        holders = sa.select(_SWE.c.run_pk).distinct()
         if model is not None:
             query = query.where(_SWE.c.model == model)
+            holders = holders.where(_SWE.c.model == model)
         with self._begin() as conn:
-            return [
-                SweInstanceRow(
-                    run_id=r.run_id,
-                    model=r.model,
-                    swe_run=r.swe_run,
-                    instance_id=r.instance_id,
-                    outcome=r.outcome,
-                    reason=r.reason,
-                )
-                for r in conn.execute(query)
-            ]
+            names = {
+                r.pk: r.context.run_id for r in self._contexts(conn, [_RUNS.c.id.in_(holders)])
+            }
+            return [read_swe(row, names[row[0]], self.shown) for row in conn.execute(query)]
 
     def table(
         self, name: str, *, recipe: str | None = None
-    ) -> tuple[list[str], list[dict[str, Any]]]:
-        """One table's columns and rows, each with its run's context, for export.
+    ) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+        """One table's columns (name, kind) and rows, each with its run's context, for export.
 
-        ``name`` is ``runs``, ``results``, ``steps`` or ``swe``. Plain values: NaN restored
-        (the ``*_nan`` flags dropped), JSON columns as JSON text, times as aware UTC.
+        ``name`` is ``runs``, ``results``, ``steps`` or ``swe``; a kind is ``text``,
+        ``int``, ``float``, ``bool`` or ``time`` (the column's type). Every row is read by
+        its table's typed reader first. Plain values: NaN restored (the ``*_nan`` flags
+        dropped), JSON columns as JSON text, times as aware UTC; oldest run first.
         """
-        tables = {"runs": _RUNS, "results": _RESULTS, "steps": _STEPS, "swe": _SWE}
-        if name not in tables:
-            raise RlgateError(f"no table {name!r} (one of {', '.join(tables)})")
-        table = tables[name]
-        context = [
-            _RUNS.c.run_id,
-            _RUNS.c.recipe,
-            _RUNS.c.branch,
-            _RUNS.c.hardware,
-            _RUNS.c.nightly_id,
-            _RUNS.c.recorded_at,
-            _RUNS.c.label,
-        ]
-        if table is _RUNS:
-            columns = [c for c in _RUNS.c if c.name != "id"]
-            query = sa.select(*columns)
-        else:
-            own = [c for c in table.c if c.name not in ("id", "run_pk")]
-            columns = [*context, *own]
-            query = sa.select(*columns).join(_RUNS, _RUNS.c.id == table.c.run_pk)
-        if recipe is not None:
-            query = query.where(_RUNS.c.recipe == recipe)
-        order = [_RUNS.c.recorded_at, _RUNS.c.id]
-        order += [table.c.position] if table is _RESULTS else []
-        names = [c.name for c in columns if not c.name.endswith("_nan")]
-        rows = []
+        if name not in _EXPORT:
+            raise RlgateError(f"no table {name!r} (one of {', '.join(_EXPORT)})")
+        table = _EXPORT[name]
+        own = [c for c in table.c if c.name not in ("id", "run_pk") and not c.name.endswith("_nan")]
+        columns = own if table is _RUNS else [*(_RUNS.c[n] for n in _CONTEXT), *own]
+        where = [] if recipe is None else [_RUNS.c.recipe == recipe]
         with self._begin() as conn:
-            for row in conn.execute(query.order_by(*order)):
-                item = dict(row._mapping)
-                for key in [k for k in item if k.endswith("_nan")]:
-                    if item.pop(key):
-                        item[key.removesuffix("_nan")] = math.nan
-                for key in ("commits", "versions", "overrides"):
-                    if key in item:
-                        item[key] = json.dumps(item[key], sort_keys=True)
-                rows.append({k: item[k] for k in names})
-        return names, rows
+            runs = self._contexts(conn, where)[::-1]  # oldest first
+            values = {r.pk: _run_values(r) for r in runs}
+            if table is _RUNS:
+                rows = list(values.values())
+            else:
+                items: dict[int, list[dict[str, Any]]] = {pk: [] for pk in values}
+                for pk, item in self._export_rows(conn, name, runs):
+                    items[pk].append(item)
+                context = {pk: {n: v[n] for n in _CONTEXT} for pk, v in values.items()}
+                rows = [{**context[pk], **item} for pk in values for item in items[pk]]
+        names = [c.name for c in columns]
+        return [(c.name, _kind(c)) for c in columns], [{n: r[n] for n in names} for r in rows]
+
+    def _export_rows(
+        self, conn: Connection, name: str, runs: Sequence[StoredRun]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(run pk, its table's values)`` of ``runs``' rows of table ``name``, read typed."""
+        if name == "results":
+            for pk, position, r in self._result_rows(conn, runs):
+                yield pk, {
+                    "position": position, "name": r.name, "tier": r.tier.value,
+                    "outcome": r.outcome.value, "value": r.value,
+                    "op": r.op.value if r.op is not None else None, "threshold": r.threshold,
+                    "unit": r.unit, "bound": r.bound, "message": r.message, "metric": r.metric,
+                    "evidence": json.dumps(r.evidence, sort_keys=True),
+                    "informational": r.informational, "schema_version": r.schema_version,
+                }  # fmt: skip
+            return
+        names = {r.pk: r.context.run_id for r in runs}
+        table, columns = (_STEPS, STEP_COLUMNS) if name == "steps" else (_SWE, SWE_COLUMNS)
+        order = ["tag", "step"] if name == "steps" else ["model", "swe_run", "instance_id"]
+        for chunk in _chunks(sorted(names)):
+            query = (
+                sa.select(*raw_columns(table, columns))
+                .where(table.c.run_pk.in_(chunk))
+                .order_by(table.c.run_pk, *(table.c[n] for n in order))
+            )
+            for row in conn.execute(query):
+                pk = row[0]
+                if name == "steps":
+                    tag, step, value = read_step(row, names[pk], self.shown)
+                    yield pk, {"tag": tag, "step": step, "value": value}
+                else:
+                    swe = read_swe(row, names[pk], self.shown)
+                    yield pk, {"model": swe.model, "swe_run": swe.swe_run,
+                               "instance_id": swe.instance_id, "outcome": swe.outcome.value,
+                               "reason": swe.reason}  # fmt: skip
+
+
+_EXPORT = {"runs": _RUNS, "results": _RESULTS, "steps": _STEPS, "swe": _SWE}
+#: The context columns every exported row of a run's table carries.
+_CONTEXT = ("run_id", "recipe", "branch", "hardware", "nightly_id", "recorded_at", "label")
+
+
+def _kind(column: sa.Column[Any]) -> str:
+    """An exported column's kind, by its type: only ``text`` columns are ever neutralised."""
+    kind = column.type
+    if isinstance(kind, sa.Boolean):
+        return "bool"
+    if isinstance(kind, sa.Integer):
+        return "int"
+    if isinstance(kind, sa.Float):
+        return "float"
+    if isinstance(kind, UtcDateTime):
+        return "time"
+    return "text"  # String, Text, JSON (exported as JSON text)
+
+
+def _run_values(run: StoredRun) -> dict[str, Any]:
+    c = run.context
+    return {
+        "run_id": c.run_id, "recipe": c.recipe, "recipe_sha256": c.recipe_sha256,
+        "branch": c.branch, "commits": json.dumps(c.commits, sort_keys=True),
+        "versions": json.dumps(c.versions, sort_keys=True), "hardware": c.hardware,
+        "nightly_id": c.nightly_id, "recorded_at": c.recorded_at, "label": c.label,
+        "overrides": json.dumps(list(c.overrides)), "source": c.source,
+        "promoted": run.promoted, "promoted_at": run.promoted_at,
+        "promotion_forced": run.forced,
+        "promotion_overrode": json.dumps(list(run.overrode)) if run.overrode else None,
+        "promotion_by": run.by,
+    }  # fmt: skip
 
 
 def open_store(url_or_path: str | os.PathLike[str] | None = None) -> Store:
     """Open a history database (module docstring), creating and migrating it as needed."""
     url, path = _resolve(url_or_path)
-    shown = str(path) if path is not None else url.render_as_string(hide_password=True)
-    with _errors(shown, path is not None):
+    shown = str(path) if path is not None else _display(url)
+    secrets = _secrets(url)
+    with _errors(shown, path is not None, secrets):
         if path is not None:
             engine = _sqlite_engine(url)
         else:
@@ -935,4 +1055,4 @@ def open_store(url_or_path: str | os.PathLike[str] | None = None) -> Store:
         except BaseException:
             engine.dispose()
             raise
-    return Store(engine, shown, path)
+    return Store(engine, shown, path, secrets)

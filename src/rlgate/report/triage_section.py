@@ -378,7 +378,7 @@ def triage_report_section(report: ReleaseReport) -> Section | None:
             table.title,
             (Table(table.header, tuple(Row(row) for row in table.rows)),)
             if table.rows
-            else (Paragraph(Own(table.empty)),),
+            else (Paragraph(table.empty),),  # names a nightly id: database text
         )
         for table in section.tables
     )

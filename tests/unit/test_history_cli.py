@@ -431,3 +431,27 @@ def test_record_takes_check_run_and_swe_json_and_swe_results(
     code, _, err = run(["history", "record", "--db", db, "--swe-run", "rl", "--dataset",
                         str(si.DATASET), "--run-id", "x"], capsys)  # fmt: skip
     assert code == 2 and "--swe-run 'rl' is not KEY=VALUE" in one_error(err)
+
+
+def test_a_contradictory_testcase_is_recorded_as_the_failure_it_shows(tmp_path, capsys) -> None:
+    """history record --junit and report --db: a ``<failure>`` recording ``pass`` is stored as
+    FAIL, so the history never calls a failing nightly passing (core.junit.JunitCase.judged)."""
+    import dataclasses
+
+    from rlgate.core.junit import JunitCase, JunitSuite, write_junit
+    from rlgate.core.results import Outcome, Result, Tier
+    from rlgate.history.store import open_store
+
+    passed = Result(name="completion", tier=Tier.CONVERGENCE, outcome=Outcome.PASS)
+    case = JunitCase.of(passed, classname="rlgate.convergence.r", facts={"recipe": "r"})
+    edited = dataclasses.replace(case, shown=Outcome.FAIL, message="stopped at step 7")
+    junit = tmp_path / "edited.xml"
+    junit.write_text(write_junit([JunitSuite.of("edited", [edited])]), encoding="utf-8")
+    db = str(tmp_path / "h.db")
+    args = ["history", "record", "--db", db, "--junit", str(junit), "--run-id", "n1"]
+    code, _, err = run(args, capsys)
+    assert code == 0, err
+    with open_store(db) as store:
+        (stored,) = store.run("n1").results
+    assert stored.outcome is Outcome.FAIL
+    assert stored.message.startswith("the JUnit shows FAIL but records rlgate.verdict = pass")

@@ -40,3 +40,42 @@ class TestSuiteProperties:
         suite = next(iter(JUnitXml.fromfile(str(out))))
         props = {p.name: p.value for p in suite.properties()}
         assert props.get("rlgate.version.vllm") and props.get("rlgate.version.nemo-gym")
+
+
+class TestJudged:
+    """``JunitCase.judged``: what a gate (triage, the history) takes a testcase's Result to be."""
+
+    @staticmethod
+    def case(recorded, shown, **extra):
+        import dataclasses
+
+        from rlgate.core.junit import JunitCase
+        from rlgate.core.results import Result, Tier
+
+        result = Result(name="completion", tier=Tier.CONVERGENCE, outcome=recorded, **extra)
+        case = JunitCase.of(result, classname="rlgate.convergence.r")
+        return dataclasses.replace(case, shown=shown, message="reached step 7 of 50")
+
+    @pytest.mark.parametrize("shown", ["fail", "error"])
+    @pytest.mark.parametrize("recorded", ["pass", "skip"])
+    def test_a_shown_failure_is_never_hidden_by_what_is_recorded(self, recorded, shown) -> None:
+        from rlgate.core.results import INFRA_CAUSE, Outcome
+
+        cause = {INFRA_CAUSE: {"reason": "nccl", "detail": "x"}}
+        judged = self.case(Outcome(recorded), Outcome(shown), evidence=cause).judged
+        assert judged.outcome is Outcome(shown)
+        assert judged.infra_cause is None  # a self-contradicting testcase is not infra
+        assert judged.message == (
+            f"the JUnit shows {shown.upper()} but records rlgate.verdict = {recorded}; "
+            "reached step 7 of 50"
+        )
+
+    @pytest.mark.parametrize(
+        ("recorded", "shown"),
+        [("pass", "pass"), ("fail", "skip"), ("fail", "pass"), ("error", "fail"), ("pass", "skip")],
+    )
+    def test_otherwise_the_recorded_result(self, recorded, shown) -> None:
+        from rlgate.core.results import Outcome
+
+        case = self.case(Outcome(recorded), Outcome(shown))
+        assert case.judged is case.result

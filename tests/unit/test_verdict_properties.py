@@ -280,7 +280,7 @@ def report(
     assert code in (0, 1, 3), f"exit {code}: {stderr.getvalue()}"
     doc = json.loads((out / "report.json").read_text(encoding="utf-8"))
     # the exit code agrees with the verdict the report's own JSON states
-    assert EXIT[doc["verdict"]] == code, (doc["verdict"], code)
+    assert EXIT[doc["verdict"]] == code == doc["exit_code"], (doc["verdict"], code)
     assert f"verdict: {doc['verdict']}" in stdout.getvalue()
     blockers = tuple(sorted((b["forces"], b["title"]) for b in doc["blockers"]))
     return Outcomes(doc["verdict"], code, blockers)

@@ -18,7 +18,7 @@ from rlgate.cli.history import (
     refuse_recorded,
 )
 from rlgate.cli.triage import BASELINE_COMMIT_HELP, DEFAULT_LAST, MAX_LAST, commit_ref
-from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.errors import RlgateError
 from rlgate.core.options import BAND_RUN, BASELINE, RECIPE, TOKENIZERS, Extend
 from rlgate.core.validate import int_in
 
@@ -109,7 +109,7 @@ def out_dir(args: argparse.Namespace) -> str:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from rlgate.report.build import Verdict, build_report, prepare_out_dir, write_report
+    from rlgate.report.build import build_report, prepare_out_dir, write_report
 
     given = [*args.junit, *args.run, *args.band_run, args.swe, args.recipe, args.baseline]
     given = [g for g in given if g]
@@ -158,12 +158,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
             print(note)
         if store is not None:
             with store:
-                record(store, context, [case.result for case in report.junit.cases])
+                record(store, context, [case.judged for case in report.junit.cases])
     print(f"verdict: {report.verdict.value}")
     print(report.story)
     for b in report.blockers:
         print(f"  {b.forces.value:<10} {b.title}: {b.detail[:160]}")
     print(f"report: {files['html']} and {files['markdown']}; merged JUnit: {files['junit']}")
-    return {Verdict.GO: ExitCode.OK, Verdict.NO_GO: ExitCode.FAIL}.get(
-        report.verdict, ExitCode.INFRA
-    )
+    return report.verdict.exit_code

@@ -220,7 +220,7 @@ def read_candidate(paths: Sequence[str | os.PathLike[str]]) -> Candidate:
                     out.append((case.fact("rlgate.recipe"), case.judged))
                     hardware.append(case.fact("rlgate.hardware"))
             for suite in evidence.suites:
-                inputs.append(([c.result for c in suite.cases], _suite_time(suite.timestamp)))
+                inputs.append(([c.judged for c in suite.cases], _suite_time(suite.timestamp)))
             continue
         require_regular_file(path, "candidate JSON", MAX_JSON_BYTES)
         doc = read_json(path, what="candidate JSON")

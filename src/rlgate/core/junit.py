@@ -51,7 +51,7 @@ from pydantic import ValidationError
 
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import require_regular_file
-from rlgate.core.results import Outcome, Result, Tier
+from rlgate.core.results import INFRA_CAUSE, Outcome, Result, Tier
 from rlgate.core.text import escape_controls, unescape_controls
 
 __all__ = [
@@ -203,6 +203,29 @@ class JunitCase:
         A legacy verdict (``improved``...) records no outcome of its own, so never contradicts.
         """
         return self.recorded and self.result.outcome is not self.shown
+
+    @property
+    def judged(self) -> Result:
+        """The Result as a gate must judge it: a contradiction never hides a shown failure.
+
+        When the element shows a FAIL or ERROR that the recorded verdict does not
+        (``<failure>`` recording ``pass``), the Result takes the shown outcome, with no
+        infrastructure cause (a self-contradicting testcase is not the infrastructure's
+        fault) and a message naming the contradiction; otherwise the recorded Result.
+        """
+        result = self.result
+        bad = (Outcome.FAIL, Outcome.ERROR)
+        if not self.contradicts or self.shown not in bad or result.outcome in bad:
+            return result
+        evidence = {k: v for k, v in result.evidence.items() if k != INFRA_CAUSE}
+        why = unescape_controls(self.message) or result.message
+        message = (
+            f"the JUnit shows {self.shown.value.upper()} but records {VERDICT_PROPERTY} = "
+            f"{result.outcome.value}" + (f"; {why}" if why else "")
+        )
+        return result.model_copy(
+            update={"outcome": self.shown, "message": message, "evidence": evidence}
+        )
 
     def prop(self, key: str) -> str | None:
         """The first value of property ``key`` as written, or None."""

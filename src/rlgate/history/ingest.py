@@ -108,7 +108,7 @@ def read_junit_results(paths: Iterable[str | os.PathLike[str]]) -> JunitInput:
                         unescape_controls(value),
                     )
             for case in suite.cases:
-                results.append(case.result)
+                results.append(case.judged)  # a contradiction is recorded as its shown failure
                 recipe, run_dir = case.prop(RECIPE_PROPERTY), case.prop(RUN_DIR_PROPERTY)
                 if recipe:
                     recipes.add(unescape_controls(recipe))

@@ -50,7 +50,7 @@ from rlgate.core.junit import (
     write_junit,
     xml_text,
 )
-from rlgate.core.results import INFRA_CAUSE, Outcome, Result, Tier
+from rlgate.core.results import Outcome, Result, Tier
 from rlgate.core.text import unescape_controls
 from rlgate.swe.compare import Verdict as SweVerdict
 from rlgate.swe.report import INSTANCE_SUITE
@@ -169,26 +169,8 @@ class Case:
 
     @property
     def judged(self) -> Result:
-        """The Result as a gate must judge it: a contradiction never hides a shown failure.
-
-        When the JUnit element shows a FAIL or ERROR that the recorded verdict does not
-        (``<failure>`` recording ``pass``), the Result takes the shown outcome, with no
-        infrastructure cause (a self-contradicting testcase is not the infrastructure's
-        fault) and a message naming the contradiction; otherwise the recorded Result.
-        """
-        result = self.result
-        if not self.contradicts or self.shown not in (Outcome.FAIL, Outcome.ERROR):
-            return result
-        if result.outcome in (Outcome.FAIL, Outcome.ERROR):
-            return result
-        evidence = {k: v for k, v in result.evidence.items() if k != INFRA_CAUSE}
-        message = (
-            f"the JUnit shows {self.shown.value.upper()} but records {VERDICT} = "
-            f"{result.outcome.value} ({self.source}); {self.junit.message or result.message}"
-        ).rstrip("; ")
-        return result.model_copy(
-            update={"outcome": self.shown, "message": message, "evidence": evidence}
-        )
+        """The Result as a gate must judge it (:attr:`rlgate.core.junit.JunitCase.judged`)."""
+        return self.junit.judged
 
     @property
     def evaluated(self) -> bool:

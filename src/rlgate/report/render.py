@@ -266,6 +266,7 @@ def report_payload(report: ReleaseReport) -> dict[str, Any]:
         "title": report.title,
         "demo": report.demo,
         "verdict": report.verdict.value,
+        "exit_code": int(report.verdict.exit_code),
         "story": report.story,
         "blockers": [
             {

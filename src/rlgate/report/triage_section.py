@@ -126,9 +126,9 @@ def candidate_labels(
     by_recipe: dict[str | None, list[Result]] = defaultdict(list)
     for case in cases:
         if case.gating:
-            by_recipe[case.fact("rlgate.recipe")].append(case.result)
+            by_recipe[case.fact("rlgate.recipe")].append(case.judged)
     # its own recordings hold Results of every recipe the report read
-    own = CandidateIdentity.of([([c.result for c in cases], None)])
+    own = CandidateIdentity.of([([c.judged for c in cases], None)])
     out = []
     for recipe, results in by_recipe.items():
         out += triage(

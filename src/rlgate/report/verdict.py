@@ -35,7 +35,7 @@ from enum import Enum
 from pathlib import Path
 
 from rlgate.checks.document import RunDocument
-from rlgate.core.errors import RlgateError
+from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.junit import JunitSuite
 from rlgate.core.results import RELEASE_TIERS, Outcome, Tier
 from rlgate.report.inputs import VERDICT, Case, SweComparisonDoc, SweDoc
@@ -63,6 +63,11 @@ class Verdict(Enum):
     GO = "GO"
     NO_GO = "NO-GO"
     INCOMPLETE = "INCOMPLETE"
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """``rlgate report``'s exit code for this verdict: 0 GO, 1 NO-GO, 3 INCOMPLETE."""
+        return {Verdict.GO: ExitCode.OK, Verdict.NO_GO: ExitCode.FAIL}.get(self, ExitCode.INFRA)
 
 
 class BlockerKind(Enum):

@@ -244,3 +244,55 @@ def test_the_tail_starts_at_a_whole_line(tmp_path: Path) -> None:
     lines = _tail_lines(log)
     assert lines[0] == "y" * 100 and lines[-1] == ending.splitlines()[-1]
     assert classify_failure([("ray-driver.log", lines)]) is None
+
+
+def coloured(lines: list[str]) -> list[str]:
+    """The lines as Ray 2.60 prints them by default: each actor prefix in a colour (CSI SGR,
+    ``ray/_private/worker.py`` ``print_worker_logs`` unless ``RAY_COLOR_PREFIX=0``)."""
+    import re
+
+    return [re.sub(r"^(\([^)]*pid=\d+[^)]*\))", "\x1b[36m\\1\x1b[0m", line) for line in lines]
+
+
+class TestTerminalText:
+    """Colours and carriage returns are how logs look, not new lines or new text."""
+
+    @pytest.mark.parametrize("ending", sorted(ENDINGS))
+    def test_coloured_actor_prefixes_leave_every_cause_unchanged(self, ending: str) -> None:
+        lines, expected = ENDINGS[ending]
+        plain = driver_log(ECHOED_DISK_FULL, ECHOED_PYTHON_ERROR, lines, steps=2)
+        cause = cause_of(coloured(plain))
+        assert cause is not None and cause.reason == cause_of(plain).reason
+        assert (cause.reason, esc_free(cause.line)) == expected
+
+    def test_a_coloured_echo_after_the_drivers_error_is_still_an_echo(self) -> None:
+        lines = coloured(driver_log(LOSS_IS_NAN, ECHOED_DISK_FULL, steps=6))
+        cause = cause_of(lines)
+        assert cause is not None and (cause.reason, cause.infra) == ("exception", False)
+
+    def test_a_carriage_return_inside_an_echo_is_not_a_line_of_the_driver(
+        self, tmp_path: Path
+    ) -> None:
+        """A progress bar's lone CR (pip, tqdm) stays inside the actor's line."""
+        from rlgate.launch.watch import _tail_lines
+
+        progress = (
+            f"{GYM} [swe_agents] observation: Collecting pkg\r"
+            "OSError: [Errno 28] No space left on device"
+        )
+        log = tmp_path / "ray-driver.log"
+        text = "\r\n".join([*driver_log(LOSS_IS_NAN, steps=3), progress]) + "\r\n"
+        log.write_bytes(text.encode())
+        lines = _tail_lines(log)
+        assert lines[-1] == progress and not any(line.endswith("\r") for line in lines)
+        cause = cause_of(lines)
+        assert cause is not None and (cause.reason, cause.line) == (
+            "exception",
+            "ValueError: loss is NaN",
+        )
+
+
+def esc_free(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)

@@ -119,6 +119,9 @@ _PREFIX = re.compile(
     r"^(?:\((?:(?P<actor>[A-Za-z_][\w.]*) )?pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?)?"
     r"(?:\[rank\d+\]: ?)?"
 )
+# Terminal escape sequences (CSI, e.g. the colour Ray 2.60 gives actor prefixes unless
+# RAY_COLOR_PREFIX=0, ray/_private/worker.py print_worker_logs; OSC): not part of the text.
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)\b(?:[:(]|$)"
 )
@@ -155,9 +158,22 @@ class _Line:
 
 
 def _parse(line: str) -> _Line:
-    m = _PREFIX.match(line)
+    plain = _ESCAPE.sub("", line)
+    m = _PREFIX.match(plain)
     actor, pid = (m.group("actor"), m.group("pid")) if m else (None, None)
-    return _Line(line, line[m.end() :] if m else line, actor, pid)
+    return _Line(line, plain[m.end() :] if m else plain, actor, pid)
+
+
+def log_lines(data: bytes) -> list[str]:
+    r"""``data``'s lines as the process wrote them: split at ``\n`` only.
+
+    A lone ``\r`` of a progress bar, ``\f`` or ``\u2028`` stays inside its line (Ray prefixes
+    what an actor prints per ``\n``); a ``\r\n`` ending is one line end.
+    """
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def _tail_lines(path: Path) -> list[str]:
@@ -165,7 +181,7 @@ def _tail_lines(path: Path) -> list[str]:
     with path.open("rb") as fh:
         start = max(0, path.stat().st_size - _TAIL_BYTES)
         fh.seek(start)
-        lines = fh.read().decode("utf-8", errors="replace").splitlines()
+        lines = log_lines(fh.read())
     return lines[1:] if start and lines else lines
 
 
@@ -478,7 +494,7 @@ class _LogFollower:
                 if complete == 0 and len(chunk) == _TAIL_BYTES:
                     complete = len(chunk)  # a line longer than the bound: passed on in pieces
                 self.offset += complete
-                for line in chunk[:complete].decode("utf-8", errors="replace").splitlines():
+                for line in log_lines(chunk[:complete]):
                     self.emit(line)
                 if len(chunk) < _TAIL_BYTES:  # end of file (a partial line waits)
                     break

@@ -455,3 +455,29 @@ def test_a_contradictory_testcase_is_recorded_as_the_failure_it_shows(tmp_path, 
         (stored,) = store.run("n1").results
     assert stored.outcome is Outcome.FAIL
     assert stored.message.startswith("the JUnit shows FAIL but records rlgate.verdict = pass")
+
+
+def test_a_commit_given_twice_with_two_values_is_refused(tmp_path, capsys) -> None:
+    """``--commit nemo_rl=A --commit nemo_rl=B`` kept B silently; triage's same-code test and
+    --baseline-commit read these commits."""
+    from rlgate.core.junit import JunitCase, JunitSuite, write_junit
+    from rlgate.core.results import Outcome, Result, Tier
+
+    passed = Result(name="completion", tier=Tier.CONVERGENCE, outcome=Outcome.PASS)
+    junit = tmp_path / "run.xml"
+    case = JunitCase.of(passed, classname="rlgate.convergence.r", facts={"recipe": "r"})
+    junit.write_text(write_junit([JunitSuite.of("s", [case])]), encoding="utf-8")
+    db = tmp_path / "h.db"
+    base = ["history", "record", "--db", str(db), "--junit", str(junit), "--run-id", "n1"]
+    twice = ["--commit", "nemo_rl=aaaaaaa1", "--commit", "nemo_rl=bbbbbbb2"]
+    code, _, err = run([*base, *twice], capsys)
+    assert code == 2 and "--commit nemo_rl is given twice: 'aaaaaaa1' and 'bbbbbbb2'" in one_error(
+        err
+    )
+    from rlgate.history.store import open_store
+
+    with open_store(str(db)) as store:
+        assert not store.exists("n1")  # nothing recorded
+    # the same value twice is one value
+    code, _, err = run([*base, *twice[:2], *twice[:2]], capsys)
+    assert code == 0, err

@@ -162,7 +162,10 @@ def recipe_identity(recipe: str | os.PathLike[str]) -> tuple[str, str | None]:
 
 
 def parse_pairs(items: Sequence[str], option: str) -> dict[str, str]:
-    """``KEY=VALUE`` options (``--commit nemo_rl=abc123``) as a mapping."""
+    """``KEY=VALUE`` options (``--commit nemo_rl=abc123``) as a mapping.
+
+    A key given twice with two values is an error (the last one would win silently).
+    """
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -170,7 +173,13 @@ def parse_pairs(items: Sequence[str], option: str) -> dict[str, str]:
             raise RlgateError(
                 f"{option} {item!r} is not KEY=VALUE", hint=f"e.g. {option} nemo_rl=7ea279a"
             )
-        out[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        if out.get(key, value) != value:
+            raise RlgateError(
+                f"{option} {key} is given twice: {out[key]!r} and {value!r}",
+                hint=f"give each {option} key once",
+            )
+        out[key] = value
     return out
 
 

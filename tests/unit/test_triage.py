@@ -311,6 +311,32 @@ class TestBaselineCommit:
         groups = window(self.history(), last=30, commit=base, before=ctx)
         assert [n for n, _ in groups] == ["n01", "n02", "n04", "n05", "release-n11", "release-n12"]
 
+    def test_other_code_at_the_baseline_commit_is_not_the_baseline(self) -> None:
+        """An experiment branch at the baseline's NeMo RL commit but another NeMo Gym commit,
+        flipping between its runs, neither excuses the candidate as flaky nor joins the
+        window; with no main run of the commit, every branch's runs count."""
+        base = CommitRef.parse(commit("A")["nemo_rl"])
+        history = self.history()
+        labels = triage(slow(), history, last=5, commit=base)
+        assert labels_by_check(labels) == dict.fromkeys(CAUGHT, Label.REGRESSION)
+        experiment = []
+        for k in range(13, 19):  # same nemo_rl commit, another nemo_gym: fail, pass, fail, ...
+            run = nightly(k, slow() if k % 2 else healthy(), code="A", branch="gym-exp")
+            ctx = run.context
+            commits = {**ctx.commits, "nemo_gym": "2" * 40}
+            experiment.append(
+                run.model_copy(update={"context": ctx.model_copy(update={"commits": commits})})
+            )
+        labels = triage(slow(), [*history, *experiment], last=5, commit=base)
+        assert labels_by_check(labels) == dict.fromkeys(CAUGHT, Label.REGRESSION)
+        step = next(lb for lb in labels if lb.check == STEP)
+        assert not any(m.nightly.startswith("gym-exp") for m in step.history)
+        # the experiment alone at that commit (main never ran it): it is what there is
+        labels = triage(slow(), experiment, last=5, commit=base)
+        assert {m.nightly for lb in labels for m in lb.history} <= {
+            f"gym-exp-n{k:02d}" for k in range(13, 19)
+        }
+
     def test_a_bad_commit_is_refused_with_the_reason(self) -> None:
         for text, message in (
             ("abc", "7 to 64 hexadecimal"),

@@ -42,9 +42,10 @@ DEFAULT_LAST = 30
 FLAKY_RATE = 0.1
 MAX_LAST = 10_000
 BASELINE_COMMIT_HELP = (
-    "compare with the nightlies of this commit (e.g. the pull request's merge base; any "
-    "branch, 7+ hex characters, CHECKOUT is nemo_rl, nemo_gym, rlgate, ...) instead of the "
-    "last N nightlies of --main-branch"
+    "compare with the nightlies of this commit (e.g. the pull request's merge base; its "
+    "--main-branch runs and other branches' reruns of the same code; 7+ hex characters, "
+    "CHECKOUT is nemo_rl, nemo_gym, rlgate, ...) instead of the last N nightlies of "
+    "--main-branch"
 )
 
 _DOC = (

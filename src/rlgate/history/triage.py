@@ -36,9 +36,13 @@ candidate when its ``context`` is given, never holding the candidate's own recor
 (:class:`CandidateIdentity`: its run ids, its nightly ids, and any run whose judged gate
 Results are all the candidate's, value for value). With a baseline ``commit``
 (:class:`~rlgate.history.model.CommitRef`, e.g. the merge base of a pull request) the
-window is instead the last ``last`` nightlies, of any branch and any time, whose recorded
-commits hold that commit: "main" above then reads "the baseline commit", and a regression
-is a check that passed on the baseline and fails on the candidate. A judged outcome is a
+window is instead the last ``last`` nightlies, recorded at any time, whose recorded
+commits hold that commit and whose code is the baseline's: its ``main_branch`` runs, and
+runs of other branches with the same code as one of them (a release branch's rerun); other
+branches' runs of that commit with other code (an experiment with another NeMo Gym commit)
+are not the baseline. Only when ``main_branch`` never ran the commit do every branch's runs
+of it count. "main" above then reads "the baseline commit", and a regression is a check
+that passed on the baseline and fails on the candidate. A judged outcome is a
 PASS, a FAIL or an ERROR without infrastructure cause; SKIPs and infra errors are not
 judgements.
 """
@@ -356,8 +360,9 @@ def window(
 
     ``recipe``: only its runs. ``before``: only runs recorded before that context, and none
     of its nightly or run (a candidate is never compared with itself). ``commit``: the
-    nightlies of that baseline commit instead, on any branch, recorded at any time (the
-    baseline's code does not change; ``before``'s nightly and run are still left out).
+    nightlies of that baseline commit instead, recorded at any time (the baseline's code does
+    not change; ``before``'s nightly and run are still left out): its ``main_branch`` runs
+    and other branches' runs of the same code (every branch's when main never ran it).
     ``own``: none of the candidate's own recordings (:class:`CandidateIdentity`).
     """
     if last is not None and last < 1:
@@ -381,8 +386,18 @@ def window(
         if own is not None and own.owns(run):
             continue
         kept.append(run)
+    if commit is not None:
+        kept = _baseline_code(kept, main_branch)
     groups = nightlies(kept)
     return groups if last is None else groups[-last:]
+
+
+def _baseline_code(runs: list[RecordedRun], main_branch: str) -> list[RecordedRun]:
+    """Of a baseline commit's runs, those of the baseline's code (:func:`window`)."""
+    main = {code_of(r.context) for r in runs if r.context.branch == main_branch}
+    if not main:
+        return runs
+    return [r for r in runs if r.context.branch == main_branch or code_of(r.context) in main]
 
 
 def marks_by_series(
@@ -680,7 +695,7 @@ def triage(
             the same code that passed makes the check flaky), its time (later runs, its
             nightly and itself are left out) and its hardware. Its recipe is not a filter:
             ``recipe`` is.
-        commit: a baseline commit: compare with its nightlies (any branch) instead of the
+        commit: a baseline commit: compare with its nightlies (:func:`window`) instead of the
             last ``last`` nightlies of ``main_branch``.
         hardware: the hardware the candidate ran on (default: ``context``'s; None: it
             says none, and only runs recorded without one are its series).

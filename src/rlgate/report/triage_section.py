@@ -324,7 +324,8 @@ def build_triage_section(
     if commit is not None:
         intro += (
             f" This report's own checks are labelled against the nightlies of baseline "
-            f"commit {commit} instead (any branch): regression = passed on the baseline."
+            f"commit {commit} instead (its main-branch runs and reruns of the same code): "
+            "regression = passed on the baseline."
         )
 
     def header(labels: Sequence[TriageLabel], ref: str = main_branch) -> tuple[str, ...]:

@@ -481,3 +481,27 @@ def test_a_commit_given_twice_with_two_values_is_refused(tmp_path, capsys) -> No
     # the same value twice is one value
     code, _, err = run([*base, *twice[:2], *twice[:2]], capsys)
     assert code == 0, err
+
+
+def test_a_run_json_of_another_run_is_never_recorded_with_a_run_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The metrics of a run that stopped at step 30 of 50, recorded with a healthy run's
+    check-run JSON, were promotable into a band; a run JSON must have judged --run-dir."""
+    from rlgate.testing.corpus import Fault
+
+    from .helpers.corpus_build import corpus
+
+    c = corpus()
+    healthy = tmp_path / "healthy.json"
+    args = ["check-run", str(c.runs[Fault.HEALTHY]), "--recipe", str(c.recipe)]
+    assert run([*args, "--tier", "convergence", "--json", str(healthy)], capsys)[0] == 0
+    db = str(tmp_path / "h.db")
+    record = ["history", "record", "--db", db, "--run-json", str(healthy), "--run-id", "x"]
+    code, _, err = run([*record, "--run-dir", str(c.runs[Fault.STOPPED_EARLY])], capsys)
+    assert code == 2 and "judged the run" in one_error(err) and "not --run-dir" in err
+    code, _, err = run(["history", "promote", "x", "--db", db], capsys)
+    assert code == 2  # nothing was recorded under x
+    # its own run directory is recorded with it
+    code, _, err = run([*record, "--run-dir", str(c.runs[Fault.HEALTHY])], capsys)
+    assert code == 0, err

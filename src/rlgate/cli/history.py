@@ -360,6 +360,21 @@ def add_history(sub: argparse._SubParsersAction) -> None:
         q.set_defaults(func=_cmd_promote if name == "promote" else _cmd_demote)
 
 
+def _same_run(json_path: str, judged: str, run_dir: str) -> None:
+    """A run JSON recorded with ``--run-dir`` must have judged that run (or a part of it).
+
+    Otherwise one run's metrics would be recorded with another run's verdicts, and a run
+    that stopped short could be promoted on a healthy run's checks.
+    """
+    a, b = Path(judged).resolve(), Path(run_dir).resolve()
+    if a == b or a.is_relative_to(b) or b.is_relative_to(a):
+        return
+    raise RlgateError(
+        f"--run-json {json_path} judged the run {judged}, not --run-dir {run_dir}",
+        hint="record each run with its own check-run JSON (or leave --run-dir out)",
+    )
+
+
 def _cmd_record(args: argparse.Namespace) -> int:
     from rlgate.history.ingest import Facts, read_junit_results, steps_of, swe_rows
 
@@ -386,6 +401,8 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
         for path in args.run_json:
             doc = load_run_doc(path)
+            if args.run_dir:
+                _same_run(path, doc.run, args.run_dir)
             results += [*doc.checks, *doc.skipped]
             facts = facts.merge(Facts(recipe=doc.recipe))
             stated |= {doc.hardware} if doc.hardware else set()

@@ -182,3 +182,137 @@ def test_a_tier_whose_gate_checks_only_errored_did_not_run(tmp_path):
         (BlockerKind.ERROR, Tier.PERF),
         (BlockerKind.NOT_RUN, Tier.PERF),
     }
+
+
+# --- what the attack on the verdict found -------------------------------------------------------
+
+
+def _cases_of(path: Path, tier: Tier | None = None) -> list[JunitCase]:
+    return [c for s in read_junit(path) for c in s.cases if tier is None or c.result.tier is tier]
+
+
+def test_a_recorded_tier_cannot_make_another_tiers_gate_check(tmp_path):
+    """Passing functional testcases recording rlgate.tier = convergence/perf/swe_gate made those
+    tiers count as run (GO from the functional JUnit alone); the classname decides the tier."""
+    full = ri.full_set()
+    functional = next(p for p in full["junit"] if "functional" in str(p))
+    plain = next(c for c in _cases_of(functional) if c.shown is P)
+    claimed = [
+        dataclasses.replace(
+            plain,
+            name=f"{plain.name}_{tier.value}",
+            result=plain.result.model_copy(update={"tier": tier, "name": f"x_{tier.value}"}),
+            recorded=True,
+            properties=(("rlgate.tier", tier.value), ("rlgate.verdict", "pass")),
+        )
+        for tier in (Tier.CONVERGENCE, Tier.PERF, Tier.SWE_GATE)
+    ]
+    forged = junit_file(tmp_path / "forged.xml", *claimed)
+    report = build_report(
+        [functional, forged], runs=full["runs"], swe=full["swe"], draw_plots=False
+    )
+    assert report.verdict is not Verdict.GO
+    ran = {t.tier: t.ran for t in report.tiers}
+    assert ran[Tier.CONVERGENCE] is ran[Tier.PERF] is False
+    claims = [b for b in report.blockers if "puts it in the functional tier" in b.detail]
+    assert len(claims) == 3 and {b.kind for b in claims} == {BlockerKind.INCONSISTENT}
+    assert all("but it records rlgate.tier" in b.detail for b in claims)
+
+
+def test_checks_of_the_run_json_or_the_recipe_missing_from_the_junit_are_never_go(tmp_path):
+    """Every convergence testcase but data_integrity removed from check-run's JUnit: GO before,
+    with the run JSON listing 34 checks and the recipe planning them."""
+    full = ri.full_set()
+    run_xml = next(p for p in full["junit"] if p.name == "run.xml")
+    kept = [
+        c for c in _cases_of(run_xml)
+        if c.result.tier is not Tier.CONVERGENCE or c.result.name == "data_integrity"
+    ]  # fmt: skip
+    path = junit_file(tmp_path / "run.xml", *kept)
+    junit = [p for p in full["junit"] if p.name != "run.xml"] + [path]
+    with_json = build_report(junit, runs=full["runs"], swe=full["swe"], draw_plots=False)
+    assert with_json.verdict is Verdict.INCOMPLETE
+    (blocker,) = [b for b in with_json.blockers if b.title.startswith("run JSON:")]
+    assert "missing from the JUnit" in blocker.title and "completion" in blocker.detail
+    with_recipe = build_report(junit, swe=full["swe"], recipe=full["recipe"], draw_plots=False)
+    assert with_recipe.verdict is Verdict.INCOMPLETE
+    titles = [b.title for b in with_recipe.blockers]
+    assert any(t.startswith("convergence:") and "planned check(s) missing" in t for t in titles)
+    # the whole JUnit with the same recipe and run JSON is GO
+    assert report_with().verdict is Verdict.GO
+
+
+def test_a_swe_verdict_whose_numbers_are_missing_is_not_taken_on_trust(tmp_path):
+    """The swe_gate JUnit alone: a significance criterion without its CI, or none at all."""
+    full = ri.full_set()
+    swe_xml = next(p for p in full["junit"] if "swe" in str(p))
+    others = [p for p in full["junit"] if p != swe_xml]
+    suites = read_junit(swe_xml)
+
+    def rewrite(name: str, edit) -> Path:
+        edited = [
+            dataclasses.replace(s, cases=tuple(edit(c) for c in s.cases if edit(c))) for s in suites
+        ]
+        path = tmp_path / name
+        path.write_text(write_junit(edited), encoding="utf-8")
+        return path
+
+    def no_ci(case):
+        if case.result.name != "significance":
+            return case
+        result = case.result.model_copy(update={"evidence": {"delta_pp": -3.0}})
+        return JunitCase.of(result, classname=case.classname)
+
+    for path in (
+        rewrite("no_ci.xml", no_ci),
+        rewrite("none.xml", lambda c: c.result.name != "significance" and c),
+    ):
+        report = build_report([*others, path], runs=full["runs"], draw_plots=False)
+        assert report.verdict is Verdict.INCOMPLETE, path
+        detail = next(b.detail for b in report.blockers if b.kind is BlockerKind.INCONSISTENT)
+        assert "cannot be checked" in detail
+
+
+def test_marking_a_failing_check_informational_never_hides_it(tmp_path, capsys):
+    """rlgate.informational = benchmark on a failing completion check gave GO; = instance on a
+    testcase outside the per-instance suite is no label at all."""
+    bench = edited_case(Tier.CONVERGENCE, F, F, informational="benchmark")
+    report = report_with(junit_file(tmp_path / "bench.xml", bench))
+    assert report.verdict is not Verdict.GO
+    assert any("marked informational (benchmark)" in b.detail for b in report.blockers)
+    instance = edited_case(Tier.CONVERGENCE, F, F, informational="instance")
+    assert report_with(junit_file(tmp_path / "inst.xml", instance)).verdict is Verdict.NO_GO
+    # a real per-instance testcase that lost an instance stays informational
+    assert report_with().verdict is Verdict.GO
+
+
+def test_a_property_recorded_twice_with_two_values_is_refused(tmp_path, capsys):
+    case = edited_case(Tier.CONVERGENCE, P, P, name="reward_improvement")
+    case = dataclasses.replace(case, properties=(*case.properties, ("rlgate.verdict", "fail")))
+    path = junit_file(tmp_path / "dup.xml", case)
+    out = tmp_path / "out"
+    assert main(["report", "--junit", str(path), "--no-plots", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "rlgate.verdict is recorded twice, as 'pass' and 'fail'" in err
+    assert err.count("rlgate: error:") == 1 and "Traceback" not in err
+
+
+def test_the_plugins_informational_markers_are_kinds_the_report_honours():
+    from rlgate.pytest_plugin import INFORMATIONAL_MARKERS
+    from rlgate.report.inputs import FREE_KINDS
+
+    assert set(INFORMATIONAL_MARKERS) <= FREE_KINDS
+
+
+def test_triage_labels_a_failing_check_marked_informational(tmp_path, capsys):
+    bench = edited_case(Tier.CONVERGENCE, F, F, informational="benchmark")
+    path = junit_file(tmp_path / "bench.xml", bench)
+    out = tmp_path / "t.json"
+    code = main(
+        ["triage", "--candidate", str(path), "--db", str(tmp_path / "h.db"), "--json", str(out)]
+    )
+    capsys.readouterr()
+    labels = json.loads(out.read_text())["labels"]
+    assert code == 1 and [(lb["check"], lb["label"]) for lb in labels] == [
+        ("completion", "unknown")
+    ]

@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 from rlgate.checks.document import RunDocument
 from rlgate.cli.app import main
 from rlgate.core.io import write_json_atomic
-from rlgate.core.junit import JunitCase, JunitSuite, read_junit, write_junit
+from rlgate.core.junit import INFORMATIONAL_PROPERTY, JunitCase, JunitSuite, read_junit, write_junit
 from rlgate.core.results import INFRA_CAUSE, RELEASE_TIERS, Outcome, Result, Tier
 
 from .helpers import report_inputs as ri
@@ -108,7 +108,9 @@ class Spec:
         )
         case = JunitCase.of(result, classname=CLASSNAME[self.tier])
         if self.recorded is None:  # what pytest writes for a test that recorded nothing
-            case = dataclasses.replace(case, recorded=False, properties=())
+            # ... but the plugin's informational marker, which it records on every such test
+            marker = ((INFORMATIONAL_PROPERTY, "benchmark"),) if self.informational else ()
+            case = dataclasses.replace(case, recorded=False, properties=marker)
         kind = "pytest.xfail" if self.shown == "xfail" else None
         message = "" if shown is Outcome.PASS else f"generated {self.shown}"
         return dataclasses.replace(case, shown=shown, kind=kind, message=message)

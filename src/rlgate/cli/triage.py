@@ -217,8 +217,11 @@ def read_candidate(paths: Sequence[str | os.PathLike[str]]) -> Candidate:
         if _kind(path) == "junit":
             evidence = load_junit([path])
             for case in evidence.cases:
-                if case.gating:
-                    out.append((case.fact("rlgate.recipe"), case.judged))
+                if case.gating or case.hides_failure:  # a failing benchmark is triaged too
+                    judged = case.judged
+                    if case.hides_failure:  # ... as the gate check it is not marked to be
+                        judged = judged.model_copy(update={"informational": ""})
+                    out.append((case.fact("rlgate.recipe"), judged))
                     hardware.append(case.fact("rlgate.hardware"))
             for suite in evidence.suites:
                 inputs.append(([c.judged for c in suite.cases], _suite_time(suite.timestamp)))

@@ -205,6 +205,16 @@ class JunitCase:
         return self.recorded and self.result.outcome is not self.shown
 
     @property
+    def tier_contradicts(self) -> bool:
+        """True when the classname names one tier and the recorded ``rlgate.tier`` another.
+
+        The tier comes from where a test lives (``tests.<tier>.``, ``rlgate.<tier>.``); a
+        recorded tier that disagrees cannot make another tier's gate check.
+        """
+        by_name = classify_tier(self.classname)
+        return by_name is not Tier.OTHER and by_name is not self.result.tier
+
+    @property
     def judged(self) -> Result:
         """The Result as a gate must judge it: a contradiction never hides a shown failure.
 
@@ -469,7 +479,19 @@ def _case_result(
     props: Sequence[tuple[str, str]],
     where: str,
 ) -> tuple[Result, bool]:
-    """The Result a testcase carries: its recorded fields over what its element says."""
+    """The Result a testcase carries: its recorded fields over what its element says.
+
+    An ``rlgate.*`` property recorded twice with two values is refused: which of the two is
+    true is unknown, and the first or last winning silently would hide one of them.
+    """
+    given: dict[str, str] = {}
+    for key, raw in props:
+        if key.startswith(PROPERTY_PREFIX) and given.setdefault(key, raw) != raw:
+            raise RlgateError(
+                f"{where}: {key} is recorded twice, as {unescape_controls(given[key])!r} and "
+                f"{unescape_controls(raw)!r}",
+                hint=_REGENERATE,
+            )
     fields: dict[str, Any] = {
         "name": name,
         "tier": classify_tier(classname),

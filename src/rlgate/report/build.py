@@ -209,8 +209,8 @@ def build_report(
     swe_ev = swe_evidence(
         evidence.cases, swe_doc[1] if swe_doc else None, str(swe), evidence.suites
     )
-    verdict, blockers = decide(tiers, swe_ev, run_docs)
     facts = load_recipe_facts(recipe) if recipe is not None else None
+    verdict, blockers = decide(tiers, swe_ev, run_docs, planned=facts.planned if facts else ())
     notes = list(notes)
     if facts and run_docs and run_docs[0][1].recipe != facts.name:
         notes.append(

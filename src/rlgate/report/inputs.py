@@ -53,7 +53,7 @@ from rlgate.core.junit import (
 from rlgate.core.results import Outcome, Result, Tier
 from rlgate.core.text import unescape_controls
 from rlgate.swe.compare import Verdict as SweVerdict
-from rlgate.swe.report import INSTANCE_SUITE
+from rlgate.swe.report import INSTANCE_SUITE, REDUCED, REDUCED_SUITE
 
 __all__ = [
     "MAX_JSON_BYTES",
@@ -81,6 +81,11 @@ VERDICT = VERDICT_PROPERTY
 # gate criteria. A testcase of these tiers without one (a benchmark, a sanity test of a
 # benchmark's inputs) is evidence, but not a gate check that makes its tier count as run.
 VERDICT_TIERS = (Tier.CONVERGENCE, Tier.PERF, Tier.SWE_GATE)
+#: ``Result.informational`` kinds honoured only in the suite rlgate writes them in.
+PLACED_KINDS = {"instance": INSTANCE_SUITE, REDUCED: REDUCED_SUITE}
+#: ``Result.informational`` kinds honoured anywhere (rlgate's pytest plugin's
+#: ``INFORMATIONAL_MARKERS``; a test checks the two agree).
+FREE_KINDS = frozenset({"benchmark"})
 # the numbers a swe_gate significance criterion carries in its evidence (rlgate.swe.compare)
 SWE_NUMBERS = ("delta_pp", "ci95_low_pp", "ci95_high_pp")
 
@@ -140,10 +145,31 @@ class Case:
 
     @property
     def informational(self) -> str:
-        """Why the testcase never gates ("" for a gate testcase)."""
-        if self.result.informational:
-            return self.result.informational
-        return "instance" if self.junit.classname.startswith(INSTANCE_SUITE) else ""
+        """Why the testcase never gates ("" for a gate testcase).
+
+        A kind is honoured only where rlgate writes it: ``instance`` in the per-instance
+        suite, ``reduced`` in the reduced comparison's suite (:data:`PLACED_KINDS`),
+        ``benchmark`` anywhere (:data:`FREE_KINDS`); any other kind, or a placed kind
+        elsewhere, does not take a testcase out of the gate.
+        """
+        kind = self.result.informational
+        if not kind and self.junit.classname.startswith(INSTANCE_SUITE):
+            kind = "instance"
+        if kind in PLACED_KINDS:
+            return kind if self.junit.classname.startswith(PLACED_KINDS[kind]) else ""
+        return kind if kind in FREE_KINDS else ""
+
+    @property
+    def hides_failure(self) -> bool:
+        """An informational testcase that could be anywhere (a benchmark) failed or errored.
+
+        Never a gate check, but never waved through either: the report is at best
+        INCOMPLETE, and triage labels it (a failing check cannot be hidden by marking it).
+        """
+        bad = (Outcome.FAIL, Outcome.ERROR)
+        return self.informational in FREE_KINDS and (
+            self.shown in bad or (self.junit.recorded and self.result.outcome in bad)
+        )
 
     @property
     def executed(self) -> bool:
@@ -179,12 +205,22 @@ class Case:
         A skip, an expected failure, an ERROR (the check could not judge) and a testcase
         whose element contradicts its recorded verdict were not evaluated.
         """
-        return self.gating and not self.contradicts and self.shown in (Outcome.PASS, Outcome.FAIL)
+        return (
+            self.gating
+            and not self.contradicts
+            and not self.junit.tier_contradicts
+            and self.shown in (Outcome.PASS, Outcome.FAIL)
+        )
 
     @property
     def allowed_skip(self) -> bool:
         """A skipped or expected-failure gate testcase the report allows (and lists)."""
-        return self.shown is Outcome.SKIP and not self.informational and not self.contradicts
+        return (
+            self.shown is Outcome.SKIP
+            and not self.informational
+            and not self.contradicts
+            and not self.junit.tier_contradicts
+        )
 
     def fact(self, key: str) -> str | None:
         """A free ``rlgate.*`` fact (``rlgate.template_sha256``) as recorded, or None."""

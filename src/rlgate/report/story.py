@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlgate.core.results import Outcome
+from rlgate.core.results import CHECK_TIERS, Outcome, Tier
 from rlgate.core.text import one_line
 from rlgate.report.inputs import Case, JunitEvidence, SweDoc, sha256_path
 from rlgate.report.verdict import SweEvidence
@@ -78,6 +78,9 @@ class RecipeFacts:
     template_sha256: str | None
     band_alpha: float
     sources: tuple[str, ...]
+    #: the convergence and perf checks the recipe plans (tier, name): every one must show in
+    #: the JUnit, as a pass, a failure or a skip (docs/recommendation-rule.md)
+    planned: tuple[tuple[Tier, str], ...] = ()
 
     @property
     def cluster(self) -> str:
@@ -149,10 +152,12 @@ def _plural(n: int, word: str) -> str:
 
 def load_recipe_facts(path: str | os.PathLike[str]) -> RecipeFacts:
     """Load a recipe (``rlgate.checks.registry.load_recipe``); pick the facts the report states."""
+    from rlgate.checks.plan import plan_gate
     from rlgate.checks.registry import load_recipe
 
     recipe = load_recipe(path)
     facts, gate = recipe.facts, recipe.gate
+    checks = plan_gate(gate, recipe.run_context()).checks
     generation, grpo = facts.policy.generation, facts.grpo
     colocated = generation.colocated.enabled is True
     template = generation.serving_kwargs.chat_template
@@ -176,6 +181,7 @@ def load_recipe_facts(path: str | os.PathLike[str]) -> RecipeFacts:
         template_sha256=_sha256_text(template) if template is not None else None,
         band_alpha=gate.band.alpha if gate.band is not None else 0.01,
         sources=tuple(str(s) for s in recipe.sources),
+        planned=tuple((c.tier, c.name) for c in checks if c.tier in CHECK_TIERS),
     )
 
 

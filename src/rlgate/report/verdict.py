@@ -36,8 +36,8 @@ from pathlib import Path
 
 from rlgate.checks.document import RunDocument
 from rlgate.core.errors import ExitCode, RlgateError
-from rlgate.core.junit import JunitSuite
-from rlgate.core.results import RELEASE_TIERS, Outcome, Tier
+from rlgate.core.junit import JunitSuite, classify_tier
+from rlgate.core.results import CHECK_TIERS, RELEASE_TIERS, Outcome, Tier
 from rlgate.report.inputs import VERDICT, Case, SweComparisonDoc, SweDoc
 from rlgate.swe.compare import Verdict as SweVerdict
 from rlgate.swe.records import VERIFIED_IDS_SHA256, InstanceSet, classify_instance_set, verified_ids
@@ -362,6 +362,18 @@ def _from_junit(
         problems.append(
             f"it states {stated.value!r} although criteria {', '.join(errored)} errored"
         )
+    elif stated is not SweVerdict.INCONCLUSIVE:  # a verdict is checked, never taken on trust
+        missing = (
+            "holds no significance criterion"
+            if significance is None
+            else f"its significance criterion {significance.name!r} does not carry "
+            + ", ".join(
+                n
+                for n, v in zip(("Δ", "p", "CI low", "CI high", "α"), numbers or (), strict=True)
+                if v is None
+            )
+        )
+        problems.append(f"it states {stated.value!r} but {missing}, so it cannot be checked")
     source = "swe_gate JUnit " + ", ".join(sorted({c.source for c in gate}))
     return SweEvidence(stated, instance_set, n, source, tuple(problems))
 
@@ -488,10 +500,52 @@ def _contradiction(case: Case, recorded: Outcome) -> Blocker:
     )
 
 
+def _tier_contradiction(case: Case) -> Blocker:
+    """A testcase whose classname names one tier and whose recorded ``rlgate.tier`` another."""
+    by_name = classify_tier(case.junit.classname)
+    forces = max(
+        _forces(case, case.shown),
+        _forces(case, case.recorded or case.shown),
+        Verdict.INCOMPLETE,
+        key=_ORDER.index,
+    )
+    return Blocker(
+        BlockerKind.INCONSISTENT,
+        case.tier,
+        f"{case.tier.value}: {case.name}",
+        f"the testcase's classname {case.junit.classname} puts it in the {by_name.value} tier "
+        f"but it records rlgate.tier = {case.tier.value} ({case.source}); a testcase counts "
+        "for the tier it comes from only, so it is no gate check of either",
+        case.anchor,
+        forces,
+    )
+
+
+def _hidden_failure(case: Case) -> Blocker:
+    """An informational testcase (a benchmark) that failed: not a gate, never waved through."""
+    return Blocker(
+        BlockerKind.INCONSISTENT,
+        case.tier,
+        f"{case.tier.value}: {case.name}",
+        f"the testcase is marked informational ({case.informational}) but it "
+        f"{_shown_text(case)}"
+        + (f": {case.message}" if case.message else "")
+        + f" ({case.source}); an informational testcase never gates, and never hides a "
+        "failure: fix it, or run it outside the release gate",
+        case.anchor,
+        Verdict.INCOMPLETE,
+    )
+
+
 def _case_blockers(cases: Sequence[Case]) -> list[Blocker]:
     out = []
     for case in cases:
+        if case.junit.tier_contradicts:
+            out.append(_tier_contradiction(case))
+            continue
         if case.informational:
+            if case.hides_failure:
+                out.append(_hidden_failure(case))
             continue
         if case.recorded is not None and case.contradicts:
             out.append(_contradiction(case, case.recorded))
@@ -558,10 +612,26 @@ def _tier_blockers(tiers: Sequence[TierSummary]) -> list[Blocker]:
 
 
 def _run_blockers(runs: Sequence[tuple[Path, RunDocument]], cases: Sequence[Case]) -> list[Blocker]:
-    """A check the run JSON failed must show in the JUnit as a failure or error too."""
+    """Every check of a run JSON shows in the JUnit, and a check it failed as a failure too."""
     failing = {(c.tier, c.name) for c in cases if c.shown in _BAD}
+    shown = {(c.tier, c.name) for c in cases}
     out = []
     for path, doc in runs:
+        absent = [c for c in (*doc.checks, *doc.skipped) if (c.tier, c.name) not in shown]
+        if absent:
+            names = ", ".join(f"{c.tier.value}: {c.name}" for c in absent[:5])
+            more = f" and {len(absent) - 5} more" if len(absent) > 5 else ""
+            out.append(
+                Blocker(
+                    BlockerKind.INCONSISTENT,
+                    absent[0].tier,
+                    f"run JSON: {len(absent)} check(s) of {doc.recipe} missing from the JUnit",
+                    f"run JSON {path} lists {names}{more}, which no JUnit testcase shows; pass "
+                    "that run's --junit (all of it)",
+                    "runs",
+                    Verdict.INCOMPLETE,
+                )
+            )
         for check in doc.checks:
             if not check.passed and (check.tier, check.name) not in failing:
                 out.append(
@@ -636,15 +706,45 @@ def _swe_blockers(swe: SweEvidence | None) -> list[Blocker]:
     return out
 
 
+def _planned_blockers(planned: Sequence[tuple[Tier, str]], cases: Sequence[Case]) -> list[Blocker]:
+    """Every convergence/perf check the recipe plans shows in the JUnit (even as skipped)."""
+    shown = {(c.tier, c.name) for c in cases}
+    out = []
+    for tier in CHECK_TIERS:
+        absent = [name for t, name in planned if t is tier and (t, name) not in shown]
+        if absent:
+            names = ", ".join(absent[:5]) + (
+                f" and {len(absent) - 5} more" if len(absent) > 5 else ""
+            )
+            out.append(
+                Blocker(
+                    BlockerKind.NOT_RUN,
+                    tier,
+                    f"{tier.value}: {len(absent)} planned check(s) missing",
+                    f"the recipe plans {names}, which no JUnit testcase shows (not even as "
+                    "skipped): the tier's JUnit is incomplete; pass all of it",
+                    f"tier-{tier.value}",
+                    Verdict.INCOMPLETE,
+                )
+            )
+    return out
+
+
 def decide(
     tiers: Sequence[TierSummary],
     swe: SweEvidence | None,
     runs: Sequence[tuple[Path, RunDocument]] = (),
+    *,
+    planned: Sequence[tuple[Tier, str]] = (),
 ) -> tuple[Verdict, tuple[Blocker, ...]]:
-    """Apply the verdict rule (module docstring); every blocker is returned, NO-GO first."""
+    """Apply the verdict rule (module docstring); every blocker is returned, NO-GO first.
+
+    ``planned``: the convergence/perf checks the recipe plans (``--recipe``); each must
+    show in the JUnit.
+    """
     cases = [c for t in tiers for c in t.cases]
     blockers = _case_blockers(cases) + _tier_blockers(tiers) + _run_blockers(runs, cases)
-    blockers += _swe_blockers(swe)
+    blockers += _planned_blockers(planned, cases) + _swe_blockers(swe)
     blockers.sort(key=lambda b: b.forces is not Verdict.NO_GO)
     if any(b.forces is Verdict.NO_GO for b in blockers):
         return Verdict.NO_GO, tuple(blockers)

@@ -43,13 +43,21 @@ def eval_options(source: str) -> dict[str, dict[str, bool]]:
     tree = ast.parse(source)
     func = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "eval")
     args = func.args.args
-    defaults = dict(zip([a.arg for a in args[len(args) - len(func.args.defaults) :]], func.args.defaults, strict=True))
+    defaults = dict(
+        zip(
+            [a.arg for a in args[len(args) - len(func.args.defaults) :]],
+            func.args.defaults,
+            strict=True,
+        )
+    )
     options = {}
     for arg in args:
         default = defaults.get(arg.arg)
         if not (isinstance(default, ast.Call) and getattr(default.func, "attr", "") == "Option"):
             continue
-        hidden = any(k.arg == "hidden" and getattr(k.value, "value", False) for k in default.keywords)
+        hidden = any(
+            k.arg == "hidden" and getattr(k.value, "value", False) for k in default.keywords
+        )
         first = default.args[0] if default.args else None
         required = isinstance(first, ast.Constant) and first.value is Ellipsis
         if not hidden:
@@ -61,7 +69,11 @@ def dataclass_fields(source: str, name: str) -> list[str]:
     """The annotated fields of the dataclass ``name``."""
     tree = ast.parse(source)
     cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name)
-    return [s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+    return [
+        s.target.id
+        for s in cls.body
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+    ]
 
 
 def main() -> None:
@@ -72,7 +84,11 @@ def main() -> None:
     args = parser.parse_args()
     swebench = _show(args.git, args.commit, SWEBENCH)
     doc = {
-        "source": {"repository": "NVIDIA-NeMo/Skills", "commit": args.commit, "paths": [EVAL, SWEBENCH]},
+        "source": {
+            "repository": "NVIDIA-NeMo/Skills",
+            "commit": args.commit,
+            "paths": [EVAL, SWEBENCH],
+        },
         "ns_eval_options": eval_options(_show(args.git, args.commit, EVAL)),
         "swebench_generation_keys": dataclass_fields(swebench, "SweBenchGenerationConfig"),
         "swebench_inference_keys": dataclass_fields(swebench, "SweBenchInferenceConfig"),

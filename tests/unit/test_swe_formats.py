@@ -521,3 +521,45 @@ def test_swe_compare_refuses_hostile_agent_outputs(tmp_path, capsys, fmt, break_
     break_it(bad)
     code, _, err = compare(capsys, good, bad)
     assert_one_error(code, err, pattern)
+
+
+# --- a real mini-swe-agent output directory --------------------------------------------------
+
+MINI_SAMPLE = Path(__file__).parent / "data/mini_swe_agent_2.4.6"  # tools/mini_swe_agent_sample.py
+
+
+def test_a_real_mini_swe_agent_output_directory(universe, tmp_path):
+    import shutil
+
+    out = tmp_path / "mini"
+    shutil.copytree(MINI_SAMPLE, out)
+    preds = json.loads((out / "preds.json").read_text())
+    kinds = {"django__django-11099": si.RESOLVED, "sympy__sympy-20590": si.EMPTY_PATCH,
+             "psf__requests-2317": si.EMPTY_PATCH}  # fmt: skip
+    si.write_harness_run(out, "mini", kinds, model=sf.MODEL, dataset_ids=list(kinds))
+    (out / "preds.jsonl").unlink()
+    assert {p["model_patch"] != "" for p in preds.values()} == {True, False}
+    (run,) = load_runs(out, universe)
+    assert outcomes_of(run) == {
+        "django__django-11099": Outcome.RESOLVED,
+        "sympy__sympy-20590": Outcome.EMPTY_PATCH,  # LimitsExceeded: the model's
+        "psf__requests-2317": Outcome.INFRA,  # its environment could not be created
+    }
+    assert run.outcomes["psf__requests-2317"].reason == "mini-swe-agent: FileNotFoundError"
+
+
+def test_the_mini_swe_agent_writer_writes_what_the_tool_writes(tmp_path):
+    real_traj = json.loads(
+        (MINI_SAMPLE / "django__django-11099/django__django-11099.traj.json").read_text()
+    )
+    real_preds = json.loads((MINI_SAMPLE / "preds.json").read_text())
+    real_yaml = sf.yaml.safe_load(next(MINI_SAMPLE.glob("exit_statuses_*.yaml")).read_text())
+    out = sf.write_mini_swe_agent(tmp_path / "mini", FOUR)
+    traj = json.loads((out / IDS[0] / f"{IDS[0]}.traj.json").read_text())
+    assert set(traj) == set(real_traj)
+    assert set(traj["info"]) <= set(real_traj["info"])
+    assert traj["trajectory_format"] == real_traj["trajectory_format"]
+    preds = json.loads((out / "preds.json").read_text())
+    assert {frozenset(p) for p in preds.values()} == {frozenset(p) for p in real_preds.values()}
+    written = sf.yaml.safe_load(next(out.glob("exit_statuses_*.yaml")).read_text())
+    assert set(written) == set(real_yaml)

@@ -5,7 +5,8 @@ A row is a verify response (``responses_api_agents/swe_agents/app.py``
 id at ``instance_id``, ``responses_create_params.metadata.instance_id``,
 ``instance_config.problem_info.instance_id`` or ``task_id``; ``_ng_rollout_index`` is the
 repeat. Infrastructure is Gym's own flags: ``eval_timed_out``, ``agent_timed_out``,
-``oom_killed``, ``eval_oom_killed`` and a ``mask_sample`` that is not a model failure.
+``oom_killed``, ``eval_oom_killed``, an ``agent_error_kind`` that is not a model failure
+(``other``: the agent crashed), and a ``mask_sample`` that is not a model failure.
 """
 
 from __future__ import annotations
@@ -79,6 +80,11 @@ def _rollout_outcome(iid: str, row: Mapping[str, Any], where: str) -> InstanceOu
     for flag in ROLLOUT_INFRA_FLAGS:
         if row.get(flag) is True:
             return InstanceOutcome(iid, Outcome.INFRA, flag)
+    kind = row.get("agent_error_kind")
+    if kind is not None and kind not in ROLLOUT_MODEL_FAILURES:
+        # swe_agents' _classify_agent_error: "other" is an OpenHands error that is none of the
+        # model's failures (a runtime that did not start, the model server, a crash)
+        return InstanceOutcome(iid, Outcome.INFRA, f"agent_error_kind={kind!s:.40}")
     if row.get("patch_exists") is False:
         return InstanceOutcome(iid, Outcome.EMPTY_PATCH, "patch_exists=false")
     masked = row.get("mask_sample") is True or dig(row, ("instance_config", "mask_sample"))

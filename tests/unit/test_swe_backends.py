@@ -217,3 +217,100 @@ def test_swe_eval_refuses_bad_cluster_arguments(tmp_path, capsys, monkeypatch, e
     argv = ["swe", "eval", "--dataset", str(si.DATASET), *extra, "--dry-run"]
     code, _, err = run_cli(argv, capsys)
     assert_one_error(code, err, pattern)
+
+
+# --- running the gym path here, with stand-ins for the engine's two programs ----------------------
+# The real ng_run builds a uv venv per server and installs nemo-gym (Python >= 3.13.14) into it,
+# and the swe_agents server needs Apptainer and the .sif images: neither is possible here. The
+# stand-ins take the same command lines; what is checked is rlgate's side: it waits for the
+# server's ready line, runs the collection, stops the server, resumes, and compares the result.
+
+STANDIN_SERVER = """#!{python}
+import pathlib, signal, sys, time
+calls = pathlib.Path({calls!r})
+calls.open("a").write("ng_run " + " ".join(sys.argv[1:]) + "\\n")
+signal.signal(signal.SIGTERM, lambda *_: (calls.open("a").write("ng_run stopped\\n"), sys.exit(0)))
+print("Checking for HTTP server statuses.\\n0 / 3 servers ready.", flush=True)
+time.sleep(0.5)
+if {fail!r}:
+    sys.exit(1)
+print("All 3 / 3 servers ready! Polling every 60s", flush=True)
+while True:
+    time.sleep(1)
+"""
+STANDIN_COLLECT = """#!{python}
+import pathlib, shutil, sys
+pathlib.Path({calls!r}).open("a").write("ng_collect_rollouts\\n")
+args = dict(a.lstrip("+").split("=", 1) for a in sys.argv[1:])
+shutil.copy({rollouts!r}, args["output_jsonl_fpath"].strip("'"))
+"""
+
+
+def _standins(tmp_path: Path, *, fail: bool = False) -> tuple[Path, Path]:
+    import sys
+
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls.txt"
+    bin_dir.mkdir()
+    rollouts = sf.write_gym_rollouts(tmp_path / "made.jsonl", [FOUR, FOUR])
+    for name, text in (("ng_run", STANDIN_SERVER), ("ng_collect_rollouts", STANDIN_COLLECT)):
+        path = bin_dir / name
+        path.write_text(text.format(python=sys.executable, calls=str(calls), fail=fail,
+                                    rollouts=str(rollouts)))  # fmt: skip
+        path.chmod(0o755)
+    return bin_dir, calls
+
+
+def _gym_argv(tmp_path: Path) -> list[str]:
+    dataset = si.write_subset_dataset(tmp_path / "four.jsonl", IDS)
+    return ["swe", "eval", "--backend", "gym", "--model", "base", "--seeds", "2",
+            "--server-url", "http://127.0.0.1:8000/v1", "--gym-input", str(tmp_path / "in.jsonl"),
+            "--container-formatter", SIF, "--output-dir", str(tmp_path / "out"),
+            "--dataset", str(dataset)]  # fmt: skip
+
+
+def test_the_gym_path_runs_resumes_and_compares(tmp_path, capsys, monkeypatch):
+    import os
+
+    bin_dir, calls = _standins(tmp_path)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    code, out, err = run_cli(_gym_argv(tmp_path), capsys)
+    assert code == 0, err
+    assert "8 to run" in out and f"results: {tmp_path / 'out/rollouts.jsonl'}" in out
+    lines = calls.read_text().splitlines()
+    assert [line.split()[0] for line in lines] == ["ng_run", "ng_collect_rollouts", "ng_run"]
+    assert lines[-1] == "ng_run stopped"  # the server is stopped once the collection ended
+    assert "All 3 / 3 servers ready!" in (tmp_path / "out/ng_run.log").read_text()
+    # the same command again: everything is graded, nothing runs
+    code, out, err = run_cli(_gym_argv(tmp_path), capsys)
+    assert code == 0 and "8 already graded" in out and "0 to run" in out, err
+    assert len(calls.read_text().splitlines()) == 3
+    results = str(tmp_path / "out/rollouts.jsonl")
+    argv = [
+        "swe",
+        "compare",
+        "--before",
+        results,
+        "--after",
+        results,
+        "--resamples",
+        "100",
+        "--dataset",
+        str(tmp_path / "four.jsonl"),
+        "--json",
+        str(tmp_path / "c.json"),
+    ]
+    code, out, err = run_cli(argv, capsys)
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert [r["format"] for r in doc["before"]["runs"]] == ["gym_rollouts"] * 2  # 2 seeds
+    assert doc["before"]["infra"] == [1, 1]  # the timed-out agent, in each seed
+    assert code == 3 and doc["verdict"] == "inconclusive"  # 1 of 4 instances is infra
+
+
+def test_a_server_that_exits_before_it_is_ready_stops_the_eval(tmp_path, capsys, monkeypatch):
+    import os
+
+    bin_dir, calls = _standins(tmp_path, fail=True)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    code, _, err = run_cli(_gym_argv(tmp_path), capsys)
+    assert_one_error(code, err, r"ng_run exited with 1 before it was ready", expected_code=3)
+    assert "ng_collect_rollouts" not in calls.read_text()

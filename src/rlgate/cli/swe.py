@@ -456,22 +456,28 @@ def _render_plan(plan: Any) -> str:
     return "\n".join(lines)
 
 
-def _run_plan(plan: Any) -> int:
-    """Run the plan's commands here, a background server stopped when the last one ends."""
+def _run_plan(plan: Any, *, server_timeout_s: float = 3600.0) -> int:
+    """Run the plan's commands here; a background server must say it is up first (its log).
+
+    The server is stopped when the last command ends, whatever happened.
+    """
     import subprocess
 
     from rlgate.core.errors import InfraError
 
-    plan.eval.output_dir.mkdir(parents=True, exist_ok=True)
-    servers = []
+    out = plan.eval.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    servers: list[subprocess.Popen[bytes]] = []
     try:
-        for cmd, background in zip(plan.commands, plan.background, strict=True):
+        for cmd, background, ready in zip(plan.commands, plan.background, plan.ready, strict=True):
+            log = out / f"{cmd.argv[0]}.log"
             try:
                 if background:
-                    with (plan.eval.output_dir / f"{cmd.argv[0]}.log").open("ab") as log:
+                    with log.open("wb") as fh:
                         servers.append(
-                            subprocess.Popen(cmd.argv, stdout=log, stderr=subprocess.STDOUT)
+                            subprocess.Popen(cmd.argv, stdout=fh, stderr=subprocess.STDOUT)
                         )
+                    _wait_until_ready(servers[-1], log, ready, server_timeout_s)
                     continue
                 code = subprocess.run(cmd.argv, check=False).returncode
             except OSError as exc:  # not installed, or not an executable
@@ -483,7 +489,33 @@ def _run_plan(plan: Any) -> int:
                 raise InfraError(f"{cmd.argv[0]} exited with {code}; rerun to resume")
     finally:
         for server in servers:
-            server.terminate()
-            server.wait(timeout=60)
+            if server.poll() is None:
+                server.terminate()
+                try:
+                    server.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait()
     print(f"results: {plan.results}")
     return ExitCode.OK
+
+
+def _wait_until_ready(proc: Any, log: Path, ready: Any, timeout_s: float) -> None:
+    """Block until ``log`` shows ``ready``; the server's exit or the timeout is InfraError."""
+    import time
+
+    from rlgate.core.errors import InfraError as infra
+
+    deadline = time.monotonic() + timeout_s
+    while ready is not None:
+        text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        if ready.search(text):
+            return
+        if proc.poll() is not None:
+            tail = "".join(text.splitlines(True)[-10:])
+            raise infra(
+                f"{proc.args[0]} exited with {proc.returncode} before it was ready; {log}:\n{tail}"
+            )
+        if time.monotonic() > deadline:
+            raise infra(f"{proc.args[0]} was not ready after {timeout_s:g} s (log: {log})")
+        time.sleep(0.2)

@@ -48,6 +48,9 @@ GYM_AGENT_KEY = "swe_agents.responses_api_agents.swe_agents"
 GYM_CONFIG = "responses_api_agents/swe_agents/configs/swebench_openhands.yaml"
 GYM_MODEL_CONFIG = "responses_api_models/vllm_model/configs/vllm_model.yaml"
 GYM_ROLLOUTS = "rollouts.jsonl"
+#: What ``ng_run`` prints once every server answers (nemo_gym/cli/env.py, 0.7.0); the
+#: collection connects to its head server, so it starts only after this line.
+GYM_READY = re.compile(r"All \d+ / \d+ servers ready!")
 NS_BENCHMARK = "swe-bench"
 AGENT_FRAMEWORKS = ("openhands", "swe_agent")  # NeMo-Skills' SupportedAgentFrameworks
 #: An override rlgate passes through: ``key=value`` with a dotted key (Hydra's grammar parses
@@ -152,6 +155,7 @@ class EvalPlan:
     eval: ClusterEval
     commands: tuple[Command, ...]
     background: tuple[bool, ...]  # run in the background (a server the next command uses)
+    ready: tuple[re.Pattern[str] | None, ...]  # a background command's "I am up" log line
     total: int  # instances x seeds
     remaining: int
     results: Path  # what `swe compare` reads
@@ -287,10 +291,10 @@ def plan_eval(e: ClusterEval) -> EvalPlan:
     total = len(e.instance_ids) * e.seeds
     if e.backend is Backend.GYM:
         commands: Sequence[Command] = _gym_commands(e)
-        background = (True, False)
+        background, ready = (True, False), (GYM_READY, None)
         results = e.output_dir / GYM_ROLLOUTS
     else:
-        commands, background = (_ns_command(e),), (False,)
+        commands, background, ready = (_ns_command(e),), (False,), (None,)
         results = e.output_dir
     remaining = total - len(done.done)
-    return EvalPlan(e, tuple(commands), background, total, remaining, results)
+    return EvalPlan(e, tuple(commands), background, ready, total, remaining, results)

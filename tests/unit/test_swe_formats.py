@@ -191,6 +191,7 @@ def test_swe_compare_refuses_hostile_nemo_skills_results(tmp_path, capsys, mutat
     [
         ("output-rs1.jsonl-async", r"has not finished 1 file\(s\): output-rs1\.jsonl-async"),
         ("output-rs2_chunk3.jsonl", r"has not finished 1 file\(s\): output-rs2_chunk3\.jsonl"),
+        ("output-rs0.jsonl-async", r"has not finished 1 file\(s\): output-rs0\.jsonl-async"),
         ("output.jsonl", r"holds both the greedy output\.jsonl and seeded output-rs\*\.jsonl"),
     ],
 )  # fmt: skip

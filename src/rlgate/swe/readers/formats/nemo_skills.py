@@ -169,13 +169,19 @@ def _seed_files(directory: Path) -> list[Path]:
         (p for n, p in files.items() if OUTPUT_FILE.fullmatch(n)),
         key=lambda p: int(m.group("seed") or -1) if (m := OUTPUT_FILE.fullmatch(p.name)) else -1,
     )
+    merged = {p.name for p in finished}
+    # a seed's -async file is removed right after its final file is written (generate.py,
+    # restore_async_order): both together mean it is being written; a chunk left beside its
+    # merged file is done
     unfinished = sorted(
         n
         for n in files
         if PARTIAL_FILE.fullmatch(n)
         and not OUTPUT_FILE.fullmatch(n)
-        and (n.split("_chunk")[0].removesuffix("-async").removesuffix(".jsonl") + ".jsonl")
-        not in {p.name for p in finished}
+        and (
+            n.endswith("-async")
+            or n.split("_chunk")[0].removesuffix(".jsonl") + ".jsonl" not in merged
+        )
     )
     if unfinished:
         raise SweError(

@@ -564,3 +564,45 @@ def test_the_mini_swe_agent_writer_writes_what_the_tool_writes(tmp_path):
     assert {frozenset(p) for p in preds.values()} == {frozenset(p) for p in real_preds.values()}
     written = sf.yaml.safe_load(next(out.glob("exit_statuses_*.yaml")).read_text())
     assert set(written) == set(real_yaml)
+
+
+# --- a real SWE-agent 0.x output directory (SWE-agent's own test data) ----------------------------
+
+SWE_AGENT_0X = Path(__file__).parent / "data/swe_agent_0.x"
+
+
+def test_a_real_swe_agent_0x_output_directory(tmp_path):
+    import shutil
+
+    from .helpers.swe_logs import write_final_report
+
+    out = tmp_path / "sweagent"
+    shutil.copytree(SWE_AGENT_0X, out)
+    dataset = out / "dataset.json"  # swe-bench-dev-easy_first_only.json of the same repository
+    universe = load_universe(dataset)
+    (pred,) = [json.loads(line) for line in (out / "all_preds.jsonl").read_text().splitlines()]
+    iid, model = pred["instance_id"], pred["model_name_or_path"]
+    # its per-instance report as swebench's run_instance leaves it (the dev set has no v5
+    # fields to grade with), then the real make_run_report over it
+    inst = out / "logs/run_evaluation/r0" / model / iid
+    inst.mkdir(parents=True)
+    entry = {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": True,
+             "resolved": True}  # fmt: skip
+    (inst / "report.json").write_text(json.dumps({iid: entry}))
+    rows = json.loads(dataset.read_text())
+    write_final_report({iid: pred}, rows, "r0", out, out)
+    (run,) = load_runs(out, universe)
+    assert run.input_format is InputFormat.SWE_AGENT
+    assert outcomes_of(run)[iid] is Outcome.RESOLVED  # its trajectory says "submitted"
+    # the same run whose trajectory says the environment failed: infra, unless resolved
+    traj = json.loads((out / f"{iid}.traj").read_text())
+    traj["info"]["exit_status"] = "exit_environment_error"
+    (out / f"{iid}.traj").write_text(json.dumps(traj))
+    entry["resolved"] = False
+    (inst / "report.json").write_text(json.dumps({iid: entry}))
+    for report in out.glob(f"{model}.r0.json"):
+        report.unlink()
+    write_final_report({iid: pred}, rows, "r0", out, out)
+    (run,) = load_runs(out, universe)
+    assert run.outcomes[iid].outcome is Outcome.INFRA
+    assert run.outcomes[iid].reason == "SWE-agent: exit_environment_error"

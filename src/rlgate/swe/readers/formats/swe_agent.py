@@ -18,6 +18,10 @@ Read from SWE-agent/SWE-agent at commit 3ea751c087f32b16e039a2233dd6eefecef325d5
   ``exit_error`` (anything else raised).
 * resolution: SWE-agent grades ``preds.json`` with sb-cli (``--instances.evaluate``) or the
   swebench harness; rlgate reads the harness final report in the output directory.
+* SWE-agent 0.x (``run.py``) wrote ``trajectories/<user>/<run name>/`` instead: ``args.yaml``,
+  ``all_preds.jsonl`` (one prediction per line) and ``<id>.traj`` beside them; a real one is
+  the repository's ``tests/test_data/trajectories/gpt4__swe-bench-dev-easy_first_only__…``
+  (copied to rlgate's ``tests/unit/data/swe_agent_0.x``).
 
 Model failures: ``submitted``, ``exit_cost``, ``exit_context``, ``exit_format``,
 ``exit_forfeit`` (as Gym's ``max_iteration`` / ``context_window``); every other status is
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from rlgate.core.errors import SweError
 from rlgate.swe.readers._agent_output import (
@@ -37,6 +42,7 @@ from rlgate.swe.readers._agent_output import (
     predictions,
     statuses_from_yaml,
 )
+from rlgate.swe.readers._common import instance_id_of, jsonl_objects
 from rlgate.swe.readers.registry import Probe, register
 from rlgate.swe.records import DatasetUniverse, InputFormat, SweRun, _read_json
 
@@ -46,6 +52,8 @@ MODEL_STATUSES = frozenset(
 PREDS = "preds.json"
 STATUS_FILE = "run_batch_exit_statuses.yaml"
 CONFIG_FILE = "run_batch.config.yaml"
+LEGACY_PREDS = "all_preds.jsonl"  # SWE-agent 0.x
+LEGACY_ARGS = "args.yaml"
 _WRAPPED = re.compile(r"(?:submitted|skipped) \((?P<inner>.+)\)")
 
 
@@ -56,10 +64,10 @@ def is_infra(status: str) -> bool:
     return status not in MODEL_STATUSES
 
 
-def _trajectory_statuses(directory: Path) -> list[AgentStatus]:
+def _trajectory_statuses(directory: Path, *, legacy: bool = False) -> list[AgentStatus]:
     found = []
-    for path in sorted(directory.glob("*/*.traj")):
-        iid = path.parent.name
+    for path in sorted(directory.glob("*.traj" if legacy else "*/*.traj")):
+        iid = path.stem if legacy else path.parent.name
         if path.name != f"{iid}.traj":
             continue
         doc = _read_json(path, "SWE-agent trajectory")
@@ -75,8 +83,25 @@ def _trajectory_statuses(directory: Path) -> list[AgentStatus]:
 
 def _claims(probe: Probe) -> bool:
     return probe.is_dir and (
-        (probe.path / STATUS_FILE).is_file() or (probe.path / CONFIG_FILE).is_file()
+        (probe.path / STATUS_FILE).is_file()
+        or (probe.path / CONFIG_FILE).is_file()
+        or ((probe.path / LEGACY_ARGS).is_file() and (probe.path / LEGACY_PREDS).is_file())
     )
+
+
+def _legacy_predictions(path: Path) -> dict[str, dict[str, Any]]:
+    """``all_preds.jsonl`` of SWE-agent 0.x, keyed by instance id (an id twice is refused)."""
+    preds: dict[str, dict[str, Any]] = {}
+    seen_at: dict[str, str] = {}
+    for where, row in jsonl_objects(path):
+        iid = instance_id_of(row, where)
+        if iid in preds:
+            raise SweError(f"{where}: {iid} already predicted at {seen_at[iid]}")
+        patch = row.get("model_patch")
+        if patch is not None and not isinstance(patch, str):
+            raise SweError(f"{where}: model_patch of {iid} must be a string or null")
+        preds[iid], seen_at[iid] = row, where
+    return preds
 
 
 @register(
@@ -84,11 +109,23 @@ def _claims(probe: Probe) -> bool:
     order=31,
     claims=_claims,
     shape="a SWE-agent run-batch output directory (preds.json, run_batch_exit_statuses.yaml, "
-    "<id>/<id>.traj) with the swebench harness report of preds.json",
+    "<id>/<id>.traj; 0.x: all_preds.jsonl, args.yaml) with the harness report of its predictions",
 )
 def read_swe_agent(probe: Probe, universe: DatasetUniverse) -> list[SweRun]:
     """A ``sweagent run-batch`` output directory and its harness report."""
     directory = probe.path
+    if not (directory / STATUS_FILE).is_file() and not (directory / CONFIG_FILE).is_file():
+        return [
+            graded_run(
+                directory,
+                universe,
+                InputFormat.SWE_AGENT,
+                tool="SWE-agent",
+                preds=_legacy_predictions(directory / LEGACY_PREDS),
+                predictions_file=LEGACY_PREDS,
+                statuses=merge_statuses(_trajectory_statuses(directory, legacy=True)),
+            )
+        ]
     if not (directory / PREDS).is_file():
         raise SweError(
             f"{directory}: a SWE-agent output directory without {PREDS}",

@@ -3,8 +3,9 @@
 # the SWE-bench Verified gate, then the go/no-go report.
 #   1. functional tier (every recipe)                 -> $REPORTS/functional.xml
 #   2. convergence + perf on fresh runs of the list   -> ci/scripts/nightly_convergence.sh
-#   3. SWE gate: `rlgate swe eval` per predictions file (one per model and seed), then
-#      `rlgate swe compare`                           -> $REPORTS/swe.json, swe.xml
+#   3. SWE gate: `rlgate swe eval` per predictions file (one per model and seed), or per
+#      model with N seeds on a Docker-less cluster (RLGATE_SWE_BACKEND=gym|nemo-skills),
+#      then `rlgate swe compare`                      -> $REPORTS/swe.json, swe.xml
 #   4. `rlgate report` over all of it                 -> $REPORTS/report/
 # Every step runs even when an earlier one failed, so the report shows all of the evidence;
 # the exit status is non-zero when any step failed (the report's verdict says which).
@@ -16,6 +17,15 @@
 #   RLGATE_SWE_DATASET     SWE-bench Verified: parquet, folder or HF name (the universe)
 #   RLGATE_SWE_WORKERS     harness workers (default 8)
 #   RLGATE_SWE_MODAL=1     evaluate on Modal instead of the local Docker daemon
+#   RLGATE_SWE_BACKEND     docker (default: the predictions above) | gym | nemo-skills; then
+#     RLGATE_SWE_BEFORE / RLGATE_SWE_AFTER are the two models (served name or checkpoint) and
+#     RLGATE_SWE_SEEDS     seeds per model (default 4)
+#     RLGATE_SWE_BEFORE_URL, RLGATE_SWE_AFTER_URL  their vLLM servers (gym: required;
+#                          nemo-skills: without them ns eval hosts the checkpoint itself)
+#     RLGATE_SWE_GYM_INPUT, RLGATE_SWE_SIF  gym: Gym-format Verified rows, .sif template
+#     RLGATE_SWE_CLUSTER   nemo-skills: the cluster config ns eval submits through (its jobs
+#                          run on Slurm after this script: rerun it to compare; finished
+#                          seeds are not submitted again)
 #   RLGATE_REPORT_RECIPE   recipe named in the report's sentence (default: the list's first)
 #   RLGATE_REPORTS         output folder (default reports/release)
 #   RLGATE_TOKENIZERS      tokenizer root for the functional tier (required)
@@ -56,9 +66,29 @@ evaluate() {  # arm, predictions... -> prints the run dirs
     i=$((i + 1))
   done
 }
+cluster_evaluate() {  # arm, model, server url -> prints what swe compare reads
+  local arm=$1 model=$2 url=$3 out="$REPORTS/swe_runs/$1"
+  local args=(--backend "$RLGATE_SWE_BACKEND" --model "$model" --output-dir "$out"
+    --seeds "${RLGATE_SWE_SEEDS:-4}" --dataset "$RLGATE_SWE_DATASET")
+  [[ -n $url ]] && args+=(--server-url "$url")
+  if [[ $RLGATE_SWE_BACKEND == gym ]]; then
+    args+=(--gym-input "$RLGATE_SWE_GYM_INPUT" --container-formatter "$RLGATE_SWE_SIF")
+    "${RLGATE[@]}" swe eval "${args[@]}" >&2 || return 1
+    echo "$out/rollouts.jsonl"
+  else
+    "${RLGATE[@]}" swe eval "${args[@]}" --cluster "$RLGATE_SWE_CLUSTER" >&2 || return 1
+    echo "$out"
+  fi
+}
 read -r -a before_preds <<<"$RLGATE_SWE_BEFORE"
 read -r -a after_preds <<<"$RLGATE_SWE_AFTER"
 swe_json=()
+if [[ ${RLGATE_SWE_BACKEND:-docker} != docker ]]; then
+  evaluate() {  # arm, model
+    local url_var="RLGATE_SWE_${1^^}_URL"
+    cluster_evaluate "$1" "$2" "${!url_var:-}"
+  }
+fi
 if before=$(evaluate before "${before_preds[@]}") && after=$(evaluate after "${after_preds[@]}"); then
   mapfile -t before_runs <<<"$before"
   mapfile -t after_runs <<<"$after"

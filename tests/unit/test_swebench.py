@@ -353,6 +353,15 @@ class TestGymRollouts:
                 Outcome.UNRESOLVED,
                 id="masked_max_iteration_is_model_failure",
             ),
+            pytest.param({"agent_error_kind": "other"}, Outcome.INFRA, id="agent_crash"),
+            pytest.param(
+                {"agent_error_kind": "other", "patch_exists": False},
+                Outcome.INFRA,
+                id="agent_crash_without_patch",
+            ),
+            pytest.param(
+                {"agent_error_kind": "stuck_in_loop"}, Outcome.UNRESOLVED, id="stuck_is_the_model"
+            ),
         ],
     )
     def test_gym_failure_flags_map_to_categories(self, universe, tmp_path, extra, expected):

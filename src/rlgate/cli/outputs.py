@@ -110,7 +110,16 @@ COMMANDS: dict[str, dict[str, Role]] = {
         **_DB,
     },
     "swe power": {"json": F},
-    "swe eval": {"predictions": P, "dataset": P, "run_dir": D},
+    "swe eval": {
+        "predictions": P,
+        "dataset": P,
+        "run_dir": D,
+        "output_dir": D,  # the gym / nemo-skills results (what it holds is resumed)
+        "gym_input": P,
+        # paths on the cluster, passed to the engine as they are (never read or written here)
+        "gym_config": Role.NAME,
+        "container_formatter": Role.NAME,
+    },
     "report": {
         "junit": P,
         "run": P,
@@ -144,16 +153,17 @@ COMMANDS: dict[str, dict[str, Role]] = {
 #: Options that are never a path, in any command (counts, names, flags, ids, URLs).
 NOT_PATHS = frozenset(
     {
-        "after_model", "allow_pull", "alpha", "backend", "baseline_commit", "before_model",
-        "branch", "cancel_stalled", "cap", "check", "commit", "demo", "discordance",
-        "dry_run", "entrypoint", "exclude", "flaky_rate", "follow", "force", "format",
-        "hardware", "instance_ids", "interval", "keep_last", "label", "last", "list",
-        "main_branch", "margin_pp", "max_infra_error_rate", "max_steps", "max_workers",
-        "minutes", "modal", "model", "n", "nightly_id", "no_check", "no_plots", "no_retry",
-        "noise_fraction", "override", "overrides", "parser_lengths", "power", "quiet",
-        "ray_address", "repeats", "resamples", "run_id", "run_ids", "seed", "seeds", "split",
-        "stall_factor", "stall_minutes", "steps", "steps_per_run", "table", "tier",
-        "timeout", "turns", "watch", "help",
+        "after_model", "agent_framework", "allow_pull", "alpha", "backend", "baseline_commit",
+        "before_model", "branch", "cancel_stalled", "cap", "check", "cluster", "commit",
+        "concurrency", "cpus_per_instance", "demo", "discordance", "dry_run", "entrypoint",
+        "exclude", "flaky_rate", "follow", "force", "format", "hardware", "help", "instance_ids",
+        "interval", "keep_last", "label", "last", "list", "main_branch", "margin_pp",
+        "max_infra_error_rate", "max_steps", "max_workers", "minutes", "minutes_per_instance",
+        "modal", "model", "n", "nightly_id", "no_check", "no_plots", "no_retry", "noise_fraction",
+        "override", "overrides", "parser_lengths", "power", "quiet", "ray_address", "repeats",
+        "resamples", "run_id", "run_ids", "seed", "seeds", "server_gpus", "server_url", "split",
+        "stall_factor", "stall_minutes", "steps", "steps_per_run", "table", "tier", "timeout",
+        "turns", "watch",
     }
 )  # fmt: skip
 

@@ -116,9 +116,20 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--noise-fraction", type=float_in(0, 1), default=None)
     w.add_argument("--json", type=Path)
     w.set_defaults(func=_cmd_swe_power)
-    e = swe.add_parser("eval", help="run swebench.harness.run_evaluation with prechecks")
-    e.add_argument("--predictions", type=Path, required=True, metavar="PREDS.jsonl")
-    e.add_argument("--run-id", required=True)
+    e = swe.add_parser(
+        "eval",
+        help="evaluate on SWE-bench: swebench's Docker harness, NeMo Gym or NeMo-Skills",
+        description=_EVAL_DOC,
+    )
+    e.add_argument(
+        "--backend",
+        choices=["docker", "gym", "nemo-skills"],
+        default="docker",
+        help="docker: swebench's harness on --predictions (needs a Docker daemon or --modal); "
+        "gym / nemo-skills: the agent and grading in Apptainer on a cluster (docs/swe-gate.md)",
+    )
+    e.add_argument("--predictions", type=Path, metavar="PREDS.jsonl", help="docker backend")
+    e.add_argument("--run-id", help="docker backend: a fresh id per model and seed")
     SWE_DATASET.add_to(e, default=dataset)
     e.add_argument("--split", type=_split, default="test")
     e.add_argument("--max-workers", type=int_in(1, MAX_WORKERS), default=4)
@@ -133,7 +144,48 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--modal", action="store_true", help="run on Modal instead of Docker")
     e.add_argument("--allow-pull", action="store_true", help="let the harness pull images")
     e.add_argument("--no-retry", action="store_true", help="do not retry infra failures")
+    _add_cluster_eval(e)
     e.set_defaults(func=_cmd_swe_eval)
+
+
+_EVAL_DOC = (
+    "--backend docker runs swebench's harness on a predictions file; --backend gym or "
+    "nemo-skills run the agent and the grading on a Docker-less cluster through NeMo Gym "
+    "(ng_run + ng_collect_rollouts, swe_agents) or NeMo-Skills (ns eval --benchmarks=swe-bench:N), "
+    "resuming from what --output-dir already holds; --dry-run prints the exact commands and "
+    "the GPU- and CPU-hours. exit codes: 0 done, 2 bad input, 3 infrastructure"
+)
+
+
+def _add_cluster_eval(e: argparse.ArgumentParser) -> None:
+    """The options of ``swe eval --backend gym|nemo-skills``."""
+    g = e.add_argument_group("gym / nemo-skills backends")
+    g.add_argument("--model", help="the served model name of the checkpoint (or its path)")
+    g.add_argument("--output-dir", type=Path, help="where the results go (resumed if present)")
+    g.add_argument("--seeds", type=int_in(1, 256), default=1, help="runs per instance (N)")
+    g.add_argument("--server-url", help="the checkpoint's vLLM server, http://HOST:PORT/v1")
+    g.add_argument("--server-gpus", type=int_in(0, 4096), default=8, help="GPUs serving it")
+    g.add_argument("--concurrency", type=int_in(1, 100_000), default=64)
+    g.add_argument(
+        "--minutes-per-instance",
+        type=int_in(1, 7 * 24 * 60),
+        default=45,
+        help="upper bound per instance for the cost (agent timeout + tests timeout)",
+    )
+    g.add_argument("--cpus-per-instance", type=float_in(0, 1024, open_lo=True), default=1.0)
+    g.add_argument("--gym-input", type=Path, help="gym: SWE-bench Verified rows in Gym's format")
+    g.add_argument("--gym-config", help="gym: the swe_agents config (default: swebench_openhands)")
+    g.add_argument("--container-formatter", help="gym: .sif path template with {instance_id}")
+    g.add_argument("--cluster", help="nemo-skills: the cluster config ns eval submits through")
+    g.add_argument("--agent-framework", choices=["openhands", "swe_agent"], default="openhands")
+    g.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Hydra key for the engine (gym: +KEY=VALUE of ng_run; nemo-skills: ++KEY=VALUE)",
+    )
+    g.add_argument("--dry-run", action="store_true", help="print the commands and the cost")
 
 
 def _cmd_swe_compare(args: argparse.Namespace) -> int:
@@ -290,13 +342,24 @@ def _cmd_swe_power(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def eval_run_dir(args: argparse.Namespace) -> Path:
-    """``swe eval``'s run directory: ``--run-dir``, else ``swe_runs/<run-id>``."""
-    return args.run_dir or Path("swe_runs") / args.run_id
+def eval_run_dir(args: argparse.Namespace) -> Path | None:
+    """``swe eval``'s run directory: ``--run-dir``, else ``swe_runs/<run-id>`` (None: no id)."""
+    if args.run_dir:
+        return Path(args.run_dir)
+    return Path("swe_runs") / args.run_id if args.run_id else None
 
 
 def _cmd_swe_eval(args: argparse.Namespace) -> int:
-
+    if args.backend != "docker":
+        return _cmd_cluster_eval(args)
+    missing = [
+        f for f, v in (("--predictions", args.predictions), ("--run-id", args.run_id)) if not v
+    ]
+    if missing:
+        raise RlgateError(
+            f"swe eval --backend docker needs {' and '.join(missing)}",
+            hint="or evaluate without Docker: --backend gym|nemo-skills (docs/swe-gate.md)",
+        )
     from rlgate.swe.harness import HarnessOptions, run_swebench_eval
 
     opts = HarnessOptions(
@@ -310,6 +373,7 @@ def _cmd_swe_eval(args: argparse.Namespace) -> int:
         modal=args.modal,
     )
     run_dir = eval_run_dir(args)
+    assert run_dir is not None  # --run-id is required above
     result = run_swebench_eval(opts, run_dir, allow_pull=args.allow_pull, retry=not args.no_retry)
     print(f"final report: {result.final_report}")
     print(f"attempts: {len(result.attempts)}; record: {result.record}")
@@ -317,3 +381,124 @@ def _cmd_swe_eval(args: argparse.Namespace) -> int:
         ids = ", ".join(f"{f.instance_id} ({f.reason})" for f in result.remaining_infra[:10])
         print(f"warning: {len(result.remaining_infra)} infra failure(s) remain: {ids}")
     return ExitCode.OK
+
+
+def _cmd_cluster_eval(args: argparse.Namespace) -> int:
+    """``swe eval --backend gym|nemo-skills``: plan, print (``--dry-run``) or run."""
+    from rlgate.swe.backends import GYM_CONFIG, Backend, ClusterEval, plan_eval
+    from rlgate.swe.records import load_universe
+
+    missing = [f for f, v in (("--model", args.model), ("--output-dir", args.output_dir)) if not v]
+    if missing:
+        raise RlgateError(f"swe eval --backend {args.backend} needs {' and '.join(missing)}")
+    universe = load_universe(args.dataset, split=args.split)
+    ids = tuple(args.instance_ids) or universe.ids
+    if unknown := sorted(set(ids) - set(universe.ids)):
+        raise RlgateError(f"--instance-ids not in the dataset {args.dataset}: {unknown[:5]}")
+    plan = plan_eval(
+        ClusterEval(
+            backend=Backend(args.backend),
+            model=args.model,
+            output_dir=args.output_dir,
+            instance_ids=ids,
+            seeds=args.seeds,
+            server_url=args.server_url,
+            server_gpus=args.server_gpus,
+            concurrency=args.concurrency,
+            minutes_per_instance=args.minutes_per_instance,
+            cpus_per_instance=args.cpus_per_instance,
+            gym_input=args.gym_input,
+            gym_config=args.gym_config or GYM_CONFIG,
+            container_formatter=args.container_formatter,
+            cluster=args.cluster,
+            agent_framework=args.agent_framework,
+            overrides=tuple(args.override),
+        )
+    )
+    print(_render_plan(plan))
+    if args.dry_run or plan.remaining == 0:
+        return ExitCode.OK
+    return _run_plan(plan)
+
+
+def _render_plan(plan: Any) -> str:
+    e = plan.eval
+    lines = [
+        f"backend {e.backend.value}: {len(e.instance_ids)} instances x {e.seeds} seed(s) = "
+        f"{plan.total} rollouts; {plan.total - plan.remaining} already graded in {e.output_dir}, "
+        f"{plan.remaining} to run",
+        f"cost (upper bound, {e.minutes_per_instance} min per instance, {e.concurrency} at a "
+        f"time): {plan.wall_hours:.1f} h wall, {plan.gpu_hours:.1f} GPU-hours "
+        f"({e.server_gpus} serving GPUs), {plan.cpu_hours:.1f} CPU-hours "
+        f"({e.cpus_per_instance:g} core per instance)",
+        "commands:",
+    ]
+    for cmd, background in zip(plan.commands, plan.background, strict=True):
+        lines.append(f"  {cmd}{'  &  # a server the next command uses' if background else ''}")
+    lines.append(f"then: rlgate swe compare --before ... --after {plan.results}")
+    return "\n".join(lines)
+
+
+def _run_plan(plan: Any, *, server_timeout_s: float = 3600.0) -> int:
+    """Run the plan's commands here; a background server must say it is up first (its log).
+
+    The server is stopped when the last command ends, whatever happened.
+    """
+    import subprocess
+
+    from rlgate.core.errors import InfraError
+
+    out = plan.eval.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    servers: list[subprocess.Popen[bytes]] = []
+    try:
+        for cmd, background, ready in zip(plan.commands, plan.background, plan.ready, strict=True):
+            log = out / f"{cmd.argv[0]}.log"
+            try:
+                if background:
+                    with log.open("wb") as fh:
+                        servers.append(
+                            subprocess.Popen(cmd.argv, stdout=fh, stderr=subprocess.STDOUT)
+                        )
+                    _wait_until_ready(servers[-1], log, ready, server_timeout_s)
+                    continue
+                code = subprocess.run(cmd.argv, check=False).returncode
+            except OSError as exc:  # not installed, or not an executable
+                raise InfraError(
+                    f"{cmd.argv[0]} is not installed here ({exc.strerror})",
+                    hint="run where the engine is installed (NeMo Gym: ng_run; NeMo-Skills: ns)",
+                ) from None
+            if code != 0:
+                raise InfraError(f"{cmd.argv[0]} exited with {code}; rerun to resume")
+    finally:
+        for server in servers:
+            if server.poll() is None:
+                server.terminate()
+                try:
+                    server.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait()
+    print(f"results: {plan.results}")
+    return ExitCode.OK
+
+
+def _wait_until_ready(proc: Any, log: Path, ready: Any, timeout_s: float) -> None:
+    """Block until ``log`` shows ``ready``; the server's exit or the timeout is InfraError."""
+    import time
+
+    from rlgate.core.errors import InfraError as infra
+
+    deadline = time.monotonic() + timeout_s
+    while ready is not None:
+        text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        if ready.search(text):
+            return
+        if proc.poll() is not None:
+            tail = "".join(text.splitlines(True)[-10:])
+            raise infra(
+                f"{proc.args[0]} exited with {proc.returncode} before it was ready; {log}:\n{tail}"
+            )
+        if time.monotonic() > deadline:
+            raise infra(f"{proc.args[0]} was not ready after {timeout_s:g} s (log: {log})")
+        time.sleep(0.2)

@@ -1,7 +1,8 @@
 """SWE-bench result records: the dataset universe, runs (seeds) and arms, and their loading.
 
 Inputs (one path = one run, except Gym rollouts with ``_ng_rollout_index``,
-which give one run per index), detected by shape:
+which give one run per index, and NeMo-Skills results directories, one run per seed),
+detected by shape (:mod:`rlgate.swe.readers.registry`):
 
 * the harness final report ``<model>.<run_id>.json`` (``resolved_ids`` …);
 * a harness log directory ``logs/run_evaluation/<run_id>[/<model>]`` holding
@@ -12,7 +13,11 @@ which give one run per index), detected by shape:
   ``responses_create_params.metadata.instance_id``,
   ``instance_config.problem_info.instance_id`` or ``task_id``);
 * a ``rlgate swe eval`` run directory (read as the final report its
-  ``rlgate_swe_eval.json`` names).
+  ``rlgate_swe_eval.json`` names);
+* NeMo-Skills ``output[-rs<seed>].jsonl`` (``swe-bench-metrics``) or its results directory
+  (one run per seed); mini-swe-agent and SWE-agent output directories (``preds.json``,
+  trajectories, exit statuses) with the harness report of those predictions; an OpenHands
+  evaluation directory (``output.jsonl`` and ``eval_infer.sh``'s ``report.json``).
 
 Invariants:
 
@@ -25,7 +30,7 @@ Invariants:
 * Anything unrecognised, truncated, inconsistent or naming ids outside the
   universe raises :class:`~rlgate.core.errors.SweError` naming the file.
 
-The four readers live in :mod:`rlgate.swe.readers`; the before/after
+The readers live in :mod:`rlgate.swe.readers` (one module per format); the before/after
 comparison in :mod:`rlgate.swe.compare`; JSON, JUnit and the summary table in
 :mod:`rlgate.swe.report`.
 """
@@ -92,12 +97,16 @@ INFRA_OUTCOMES = frozenset({Outcome.ERROR, Outcome.INFRA, Outcome.MISSING})
 
 
 class InputFormat(Enum):
-    """The four result shapes :func:`rlgate.swe.readers.load_runs` recognises."""
+    """The result formats :func:`rlgate.swe.readers.load_runs` recognises (one reader each)."""
 
     FINAL_REPORT = "final_report"
     LOG_DIR = "log_dir"
     INSTANCE_MAP = "instance_map"
     GYM_ROLLOUTS = "gym_rollouts"
+    NEMO_SKILLS = "nemo_skills"
+    MINI_SWE_AGENT = "mini_swe_agent"
+    SWE_AGENT = "swe_agent"
+    OPENHANDS = "openhands"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,300 @@
+"""``rlgate swe eval --backend gym|nemo-skills``: SWE-bench Verified without a Docker daemon.
+
+Two existing distributed engines run the agent and the grading in Apptainer on a Slurm
+cluster; rlgate builds their exact command lines, says what they cost, and resumes:
+
+* **gym** (NeMo Gym 0.7.0): ``ng_run`` starts the ``swe_agents`` resources server
+  (``responses_api_agents/swe_agents/configs/swebench_openhands.yaml``: OpenHands in Apptainer
+  from ``.sif`` images, spread over the Ray cluster's nodes, graded in a second container of
+  the same image) against the vLLM server of the checkpoint (``vllm_model.yaml``,
+  ``policy_base_url``); ``ng_collect_rollouts`` then collects N repeats of every instance
+  (``num_repeats``) into one rollouts file, one run per ``_ng_rollout_index``. Keys are
+  nemo-gym's Hydra config: ``RolloutCollectionConfig`` (``nemo_gym/rollout_collection.py``)
+  and ``SWEBenchWrapperConfig`` (``responses_api_agents/swe_agents/app.py``).
+  ``+resume_from_cache=true`` makes Gym skip the rollouts its output file already holds.
+* **nemo-skills** (NVIDIA-NeMo/Skills 8b18f39): ``ns eval --benchmarks=swe-bench:N`` (typer,
+  ``nemo_skills/pipeline/eval.py``; ``++`` keys are ``SweBenchGenerationConfig`` of
+  ``nemo_skills/inference/eval/swebench.py``) submits through its cluster config (Slurm) and
+  writes ``output-rs<seed>.jsonl`` per seed; it reruns only seeds without ``.done`` and, within
+  a seed, skips the instances already in its ``-async`` file (``++skip_filled=True``, always
+  set by its pipeline).
+
+Every command is built by :func:`rlgate.core.commands.command` from validated values. What is
+already graded is read from the output directory (:func:`progress`) with the SWE readers'
+own parsers, so an instance graded once is not run again. Pure apart from reading that
+directory: running the commands is the caller's (``cli/swe.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from rlgate.core.commands import Command, command
+from rlgate.core.errors import SweError
+from rlgate.swe.readers._common import dig, jsonl_objects
+from rlgate.swe.readers.formats.gym import ROLLOUT_ID_PATHS, ROLLOUT_INDEX_KEY
+from rlgate.swe.readers.formats.nemo_skills import BENCHMARK_DIR
+from rlgate.swe.records import MAX_RUNS_PER_ARM, check_instance_id
+
+__all__ = ["Backend", "ClusterEval", "EvalPlan", "Progress", "plan_eval", "progress"]
+
+GYM_AGENT = "swe_agents"
+GYM_AGENT_KEY = "swe_agents.responses_api_agents.swe_agents"
+GYM_CONFIG = "responses_api_agents/swe_agents/configs/swebench_openhands.yaml"
+GYM_MODEL_CONFIG = "responses_api_models/vllm_model/configs/vllm_model.yaml"
+GYM_ROLLOUTS = "rollouts.jsonl"
+#: What ``ng_run`` prints once every server answers (nemo_gym/cli/env.py, 0.7.0); the
+#: collection connects to its head server, so it starts only after this line.
+GYM_READY = re.compile(r"All \d+ / \d+ servers ready!")
+NS_BENCHMARK = "swe-bench"
+AGENT_FRAMEWORKS = ("openhands", "swe_agent")  # NeMo-Skills' SupportedAgentFrameworks
+#: An override rlgate passes through: ``key=value`` with a dotted key (Hydra's grammar parses
+#: the rest); never an option, never a line break.
+_OVERRIDE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*=[^\x00-\x1f\x7f]*")
+_URL = re.compile(r"https?://[A-Za-z0-9.\-_:\[\]]+(?:/[A-Za-z0-9._~/%-]*)?")
+
+
+class Backend(Enum):
+    """Where ``rlgate swe eval`` runs the agent and the grading."""
+
+    DOCKER = "docker"  # swebench's harness (rlgate.swe.harness)
+    GYM = "gym"
+    NEMO_SKILLS = "nemo-skills"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEval:
+    """What to evaluate with Gym or NeMo-Skills (validated in ``__post_init__``)."""
+
+    backend: Backend
+    model: str  # the served model name (vLLM --served-model-name) or checkpoint path
+    output_dir: Path
+    instance_ids: tuple[str, ...]  # the dataset: the universe every seed covers
+    seeds: int = 1
+    server_url: str | None = None  # the vLLM server of the checkpoint (OpenAI-compatible /v1)
+    server_gpus: int = 8  # GPUs serving the model (cost; nemo-skills hosts it without a URL)
+    concurrency: int = 64  # instances in flight
+    minutes_per_instance: int = 45  # upper bound: agent timeout + tests timeout
+    cpus_per_instance: float = 1.0  # Gym's engineering note: about one core per instance
+    gym_input: Path | None = None  # Gym-format SWE-bench Verified rows (gym)
+    gym_config: str = GYM_CONFIG
+    container_formatter: str | None = None  # .sif path template with {instance_id}
+    cluster: str | None = None  # NeMo-Skills cluster config name (nemo-skills)
+    agent_framework: str = "openhands"
+    overrides: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if self.backend is Backend.DOCKER:
+            raise ValueError("the docker backend is rlgate.swe.harness")
+        for name, value, lo, hi in (
+            ("--seeds", self.seeds, 1, MAX_RUNS_PER_ARM),
+            ("--server-gpus", self.server_gpus, 0, 4096),
+            ("--concurrency", self.concurrency, 1, 100_000),
+            ("--minutes-per-instance", self.minutes_per_instance, 1, 7 * 24 * 60),
+        ):
+            if isinstance(value, bool) or not lo <= value <= hi:
+                raise SweError(f"{name} must be in {lo}..{hi}, got {value!r}")
+        if not math.isfinite(self.cpus_per_instance) or not 0 < self.cpus_per_instance <= 1024:
+            raise SweError(
+                f"--cpus-per-instance must be in (0, 1024], got {self.cpus_per_instance}"
+            )
+        check_instance_id(self.model, "--model", "model")
+        for iid in self.instance_ids:
+            check_instance_id(iid, "dataset")
+        if self.server_url is not None and not _URL.fullmatch(self.server_url):
+            raise SweError(f"--server-url {self.server_url!r:.120} is not an http(s) URL")
+        if self.agent_framework not in AGENT_FRAMEWORKS:
+            raise SweError(
+                f"--agent-framework {self.agent_framework!r:.40} is not one of {AGENT_FRAMEWORKS}"
+            )
+        for item in self.overrides:
+            if not _OVERRIDE.fullmatch(item):
+                raise SweError(f"override {item!r:.120} is not key=value (a dotted key)")
+        if self.backend is Backend.GYM:
+            missing = [
+                flag
+                for flag, value in (
+                    ("--server-url", self.server_url),
+                    ("--gym-input", self.gym_input),
+                    ("--container-formatter", self.container_formatter),
+                )
+                if value is None
+            ]
+            if missing:
+                raise SweError(
+                    f"--backend gym needs {', '.join(missing)}",
+                    hint="the vLLM server of the checkpoint, the Gym-format SWE-bench Verified "
+                    "rows and the .sif image template (NeMo RL's download_swe_images.py)",
+                )
+        if self.backend is Backend.NEMO_SKILLS and self.cluster is None:
+            raise SweError(
+                "--backend nemo-skills needs --cluster (a NeMo-Skills cluster config name)",
+                hint="ns eval submits through it, e.g. a Slurm config in cluster_configs/",
+            )
+        if self.container_formatter is not None and "{instance_id}" not in self.container_formatter:
+            raise SweError("--container-formatter must hold {instance_id} (one .sif per instance)")
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What the output directory already holds: graded (instance, seed) pairs."""
+
+    done: frozenset[tuple[str, int]]
+    finished_seeds: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalPlan:
+    """The exact commands, what remains, and what it costs."""
+
+    eval: ClusterEval
+    commands: tuple[Command, ...]
+    background: tuple[bool, ...]  # run in the background (a server the next command uses)
+    ready: tuple[re.Pattern[str] | None, ...]  # a background command's "I am up" log line
+    total: int  # instances x seeds
+    remaining: int
+    results: Path  # what `swe compare` reads
+
+    @property
+    def wall_hours(self) -> float:
+        """Upper bound: the remaining rollouts in waves of ``concurrency``."""
+        waves = math.ceil(self.remaining / self.eval.concurrency)
+        return waves * self.eval.minutes_per_instance / 60
+
+    @property
+    def gpu_hours(self) -> float:
+        """The serving GPUs for the wall time."""
+        return self.eval.server_gpus * self.wall_hours
+
+    @property
+    def cpu_hours(self) -> float:
+        """One agent and one grading container per instance, for its minutes."""
+        per = self.eval.minutes_per_instance / 60 * self.eval.cpus_per_instance
+        return self.remaining * per
+
+
+def _gym_progress(path: Path, ids: frozenset[str]) -> Progress:
+    done: set[tuple[str, int]] = set()
+    if path.is_file():
+        for where, row in jsonl_objects(path):
+            iid = next((v for p in ROLLOUT_ID_PATHS if isinstance(v := dig(row, p), str)), None)
+            index = row.get(ROLLOUT_INDEX_KEY, 0)
+            if iid is None or type(index) is not int or index < 0:
+                raise SweError(f"{where}: not a rollout of this evaluation (no instance id/index)")
+            if iid in ids:
+                done.add((iid, index))
+    return Progress(frozenset(done), frozenset())
+
+
+def _ns_progress(output_dir: Path, ids: frozenset[str], seeds: int) -> Progress:
+    results = output_dir / BENCHMARK_DIR
+    done: set[tuple[str, int]] = set()
+    finished: set[int] = set()
+    for seed in range(seeds):
+        final = results / f"output-rs{seed}.jsonl"
+        if final.is_file() and (results / f"output-rs{seed}.jsonl.done").is_file():
+            finished.add(seed)
+            files = [final]
+        else:
+            files = sorted(results.glob(f"output-rs{seed}*.jsonl-async"))
+        for path in files:
+            for _, row in jsonl_objects(path):
+                if isinstance(iid := row.get("instance_id"), str) and iid in ids:
+                    done.add((iid, seed))
+    return Progress(frozenset(done), frozenset(finished))
+
+
+def progress(e: ClusterEval) -> Progress:
+    """The (instance, seed) pairs already graded in ``e.output_dir`` (read, never changed)."""
+    ids = frozenset(e.instance_ids)
+    if e.backend is Backend.GYM:
+        return _gym_progress(e.output_dir / GYM_ROLLOUTS, ids)
+    return _ns_progress(e.output_dir, ids, e.seeds)
+
+
+def hydra_string(value: str | Path, what: str) -> str:
+    """``value`` as one quoted string of Hydra's override grammar (``{``, ``,``, ``[`` are its).
+
+    Gym reads its command line with ``@hydra.main``; a quote or backslash in a value is
+    refused rather than escaped.
+    """
+    text = str(value)
+    if "'" in text or "\\" in text:
+        raise SweError(f"{what} {text!r:.120} holds a quote or a backslash")
+    return f"'{text}'"
+
+
+def _gym_commands(e: ClusterEval) -> tuple[Command, ...]:
+    assert e.gym_input is not None and e.container_formatter is not None and e.server_url
+    extra = {"overrides": [f"+{o}" for o in e.overrides]} if e.overrides else {}
+    serve = command(
+        "ng_run +config_paths=[{config},{model_config}] +policy_base_url={url} "
+        "+policy_api_key=dummy +policy_model_name={model} "
+        f"+{GYM_AGENT_KEY}.container_formatter={{formatter}} "
+        f"+{GYM_AGENT_KEY}.concurrency={{concurrency}}" + (" {overrides}" if extra else ""),
+        config=hydra_string(e.gym_config, "--gym-config"),
+        model_config=hydra_string(GYM_MODEL_CONFIG, "the model config"),
+        url=hydra_string(e.server_url, "--server-url"),
+        model=hydra_string(e.model, "--model"),
+        formatter=hydra_string(e.container_formatter, "--container-formatter"),
+        concurrency=e.concurrency,
+        error=SweError,
+        **extra,
+    )
+    collect = command(
+        "ng_collect_rollouts +agent_name={agent} +input_jsonl_fpath={input} "
+        "+output_jsonl_fpath={output} +num_repeats={seeds} +num_samples_in_parallel={concurrency} "
+        "+resume_from_cache=true",
+        agent=GYM_AGENT,
+        input=hydra_string(e.gym_input.resolve(), "--gym-input"),
+        output=hydra_string((e.output_dir / GYM_ROLLOUTS).resolve(), "--output-dir"),
+        seeds=e.seeds,
+        concurrency=e.concurrency,
+        error=SweError,
+    )
+    return serve, collect
+
+
+def _ns_command(e: ClusterEval) -> Command:
+    server = (
+        ("--server_address={server}", e.server_url)
+        if e.server_url
+        else ("--server_gpus={server}", e.server_gpus)
+    )
+    extra = [f"++{o}" for o in e.overrides]
+    return command(
+        f"ns eval --cluster={{cluster}} --model={{model}} --server_type=vllm {server[0]} "
+        "--benchmarks={benchmark} --output_dir={output} --expname={expname} "
+        "++agent_framework={framework} ++max_concurrent_requests={concurrency}"
+        + (" {extra}" if extra else ""),
+        cluster=e.cluster or "",
+        model=e.model,
+        server=server[1],
+        benchmark=f"{NS_BENCHMARK}:{e.seeds}",
+        output=e.output_dir.resolve(),
+        expname=f"rlgate-swe-{e.output_dir.name}",
+        framework=e.agent_framework,
+        concurrency=e.concurrency,
+        error=SweError,
+        **({"extra": extra} if extra else {}),
+    )
+
+
+def plan_eval(e: ClusterEval) -> EvalPlan:
+    """The commands for ``e`` and what of it remains to be run (read from its output dir)."""
+    done = progress(e)
+    total = len(e.instance_ids) * e.seeds
+    if e.backend is Backend.GYM:
+        commands: Sequence[Command] = _gym_commands(e)
+        background, ready = (True, False), (GYM_READY, None)
+        results = e.output_dir / GYM_ROLLOUTS
+    else:
+        commands, background, ready = (_ns_command(e),), (False,), (None,)
+        results = e.output_dir
+    remaining = total - len(done.done)
+    return EvalPlan(e, tuple(commands), background, ready, total, remaining, results)

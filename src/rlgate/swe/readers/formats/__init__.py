@@ -1,0 +1,1 @@
+"""One module per SWE result format; each registers its reader (``readers.registry``)."""

@@ -81,6 +81,16 @@ def _metrics_json() -> bytes:
 
 
 @functools.cache
+def _mlflow_db() -> bytes:
+    """An MLflow SQLite store written by MLflow 3.15.1 (helpers/mlflow_stores.py)."""
+    import gzip
+
+    from .helpers.mlflow_stores import DATA
+
+    return gzip.decompress((DATA / "mlflow.db.gz").read_bytes())
+
+
+@functools.cache
 def _swe_instance_map() -> bytes:
     ids = [row["instance_id"] for row in json.loads(_dataset_json())]
     return json.dumps({i: {"resolved": n % 3 == 0} for n, i in enumerate(ids)}).encode()
@@ -137,6 +147,15 @@ SLOTS = [
         "json",
         _metrics_json,
         lambda f, d: ["check-run", str(f), "--recipe", str(MLPERF_RECIPE), "--tier", "convergence"],
+    ),
+    Slot(
+        "check_run.mlflow_db",
+        "db",
+        _mlflow_db,
+        lambda f, d: [
+            *("check-run", f"{f}#healthy", "--recipe", str(MLPERF_RECIPE)),
+            *("--tier", "convergence"),
+        ],
     ),
     Slot(
         "check_run.recipe",

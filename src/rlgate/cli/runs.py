@@ -144,6 +144,7 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
 def _check_run_context(args: argparse.Namespace, plan: Any) -> Any:
     """What a ``check-run --db`` run is recorded as: options, then the recipe, its manifest."""
     from rlgate.history.ingest import Facts, recipe_identity
+    from rlgate.runs.registry import shown_run
 
     cluster = plan.context.cluster
     shape = (
@@ -157,7 +158,11 @@ def _check_run_context(args: argparse.Namespace, plan: Any) -> Any:
     facts = Facts(recipe=plan.recipe, recipe_sha256=sha).merge(manifest_facts(args.run))
     facts = facts.merge(Facts(hardware=shape))
     return context_for(
-        args, facts, default_recipe=plan.recipe, inputs=[args.run], overrides=args.override
+        args,
+        facts,
+        default_recipe=plan.recipe,
+        inputs=[shown_run(args.run)],  # a store URL's password is never recorded
+        overrides=args.override,
     )
 
 

@@ -56,6 +56,7 @@ class SourceKind(Enum):
     TENSORBOARD = "tensorboard"
     METRICS_JSON = "metrics_json"
     MLPERF_LOG = "mlperf_log"
+    MLFLOW = "mlflow"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -135,7 +136,7 @@ class RunMetrics:
     """Every scalar series of one run plus where it came from.
 
     Attributes:
-        source: the path given by the user.
+        source: the path given by the user (a store's URL, its password masked).
         kind: the input format.
         series: tag -> :class:`MetricSeries`.
         files: files read, in merge order.
@@ -149,7 +150,7 @@ class RunMetrics:
         segments: tag -> per-file :class:`Segment`, in merge order.
     """
 
-    source: Path
+    source: Path | str
     kind: SourceKind
     series: Mapping[str, MetricSeries]
     files: tuple[Path, ...] = ()

@@ -29,6 +29,7 @@ import importlib
 import os
 import pkgutil
 import re
+import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,10 +46,12 @@ __all__ = [
     "RunSource",
     "formats",
     "get_format",
+    "masked_url",
     "read_run",
     "register",
     "registered",
     "shapes_hint",
+    "shown_run",
 ]
 
 #: The package whose every module is a run-input format (imported on first use).
@@ -58,16 +61,34 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _HEAD = 4096
 
 
+def masked_url(url: str) -> str:
+    """``url`` with the password of its user info replaced by ``***`` (for every message)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+        port = parts.port
+    except ValueError:
+        return "<a URL that does not parse>"
+    if password is None:
+        return url
+    host = (parts.hostname or "") + (f":{port}" if port is not None else "")
+    user = urllib.parse.quote(parts.username or "", safe="")
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
 @dataclass
 class RunSource:
     """What the user named as a run: a filesystem path, or a URL (``given`` as written).
 
-    ``memo`` lets a format keep what its ``detect`` found (the event files) for its ``read``.
+    ``fragment``: what follows ``#`` in a URL, or in a path whose part before ``#`` exists
+    (which run of a store: ``mlruns#<run_id>``); ``memo`` lets a format keep what its
+    ``detect`` found (the event files) for its ``read``.
     """
 
     given: str
     path: Path | None
     url: str | None
+    fragment: str | None = None
     memo: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -77,8 +98,17 @@ class RunSource:
         if isinstance(given, bytes):  # os.PathLike[bytes]: not a run name rlgate is given
             raise MetricsError(f"run name {given!r} is not text")
         if _URL.match(given):
-            return cls(given, None, given)
+            url, sep, fragment = given.partition("#")
+            return cls(given, None, url, fragment if sep else None)
+        path, sep, fragment = given.rpartition("#")
+        if sep and path and not Path(given).exists() and Path(path).exists():
+            return cls(given, Path(path), None, fragment)
         return cls(given, Path(given), None)
+
+    @property
+    def shown(self) -> str:
+        """``given`` as messages show it (a URL's password masked)."""
+        return masked_url(self.given) if self.url is not None else self.given
 
     @property
     def is_dir(self) -> bool:
@@ -180,6 +210,11 @@ def get_format(name: str) -> RunFormat:
     return _FORMATS[name]
 
 
+def shown_run(run: str | os.PathLike[str]) -> str:
+    """``run`` as it may be printed or recorded (a store URL's password masked)."""
+    return masked_url(os.fspath(run)) if _URL.match(os.fspath(run)) else os.fspath(run)
+
+
 def shapes_hint() -> str:
     """What ``check-run`` accepts, one shape per format (for error hints)."""
     return "expected " + ", ".join(f.shape for f in formats())
@@ -197,4 +232,4 @@ def read_run(run: str | os.PathLike[str]) -> RunMetrics:
         return next(f for f in formats() if f.fallback).read(source)
     if source.path is not None and not source.is_file:
         raise MetricsError(f"{source.path} is neither a directory nor a regular file")
-    raise MetricsError(f"cannot tell what {source.given} is", hint=shapes_hint())
+    raise MetricsError(f"cannot tell what {source.shown} is", hint=shapes_hint())

@@ -122,7 +122,7 @@ class MetricsJson(RunFormat):
 
     def detect(self, source: RunSource) -> bool:
         """JSON by its first character or its suffix."""
-        if not source.is_file or source.path is None:
+        if not source.is_file or source.path is None or source.fragment is not None:
             return False
         text = source.head().decode("utf-8", errors="replace")
         return text.lstrip().startswith(("{", "[")) or source.path.suffix.lower() == ".json"

@@ -266,7 +266,7 @@ class MlperfLog(RunFormat):
 
     def detect(self, source: RunSource) -> bool:
         """``:::MLLOG`` in the first 4 KiB, else at the start of any line."""
-        if not source.is_file or source.path is None:
+        if not source.is_file or source.path is None or source.fragment is not None:
             return False
         text = source.head().decode("utf-8", errors="replace")
         return MLLOG_PREFIX in text or _has_mllog(source.path)

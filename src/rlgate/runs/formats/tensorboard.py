@@ -146,7 +146,7 @@ class TensorBoard(RunFormat):
 
     def detect(self, source: RunSource) -> bool:
         """A directory with an event file under it, or a file named like one."""
-        if source.path is None:
+        if source.path is None or source.fragment is not None:
             return False
         if source.is_dir:
             files = event_files(source.path)

@@ -3,10 +3,11 @@
 A *format* (:class:`RunFormat`) holds:
 
 * ``name`` (unique), ``kind`` (the :class:`~rlgate.runs.records.SourceKind` its records
-  carry; formats of one logger back-end may share it), ``order``
+  carry; formats of one logger back-end may share it; None for a format recognised only to
+  be refused with what to do instead), ``order``
   (its place in detection: the first format whose ``detect`` says yes reads the input) and
   ``shape`` (what the user gives for it, in words: the "cannot tell what X is" hint lists
-  every format's);
+  every format's that has one);
 * ``detect(source)``: whether a :class:`RunSource` (a path, or a URL) is this format; cheap
   (a name, the first bytes of a file, a marker file), never raising for a foreign input;
 * ``read(source)``: the :class:`~rlgate.runs.records.RunMetrics` record, built with
@@ -136,7 +137,7 @@ class RunFormat(ABC):
     """One run-input format: its detection and its reader (see the module docstring)."""
 
     name: ClassVar[str]
-    kind: ClassVar[SourceKind]
+    kind: ClassVar[SourceKind | None] = None  # None: a format recognised only to be refused
     order: ClassVar[int] = 100
     shape: ClassVar[str]
     fallback: ClassVar[bool] = False
@@ -168,7 +169,7 @@ def _discover() -> None:
 def register(cls: F) -> F:
     """Class decorator: register one instance of the format (its module's import does it)."""
     _discover()
-    for attr in ("name", "kind", "shape"):
+    for attr in ("name", "shape"):
         if not hasattr(cls, attr):
             raise TypeError(f"run format {cls.__name__} does not set {attr}")
     fmt = cls()
@@ -217,7 +218,7 @@ def shown_run(run: str | os.PathLike[str]) -> str:
 
 def shapes_hint() -> str:
     """What ``check-run`` accepts, one shape per format (for error hints)."""
-    return "expected " + ", ".join(f.shape for f in formats())
+    return "expected " + ", ".join(f.shape for f in formats() if f.shape)
 
 
 def read_run(run: str | os.PathLike[str]) -> RunMetrics:

@@ -66,6 +66,15 @@ def add_check_run(sub: argparse._SubParsersAction) -> None:
     for option in (BASELINE, ROLLOUTS, MAX_STEPS, BAND_RUN, SYNC_RUN):
         option.add_to(p)
     p.add_argument(
+        "--condition",
+        action="append",
+        default=[],
+        metavar="COND",
+        help='a NeMo RL tests/check_metrics.py condition, e.g. \'mean(data["train/reward"]) '
+        "> 0.5' (repeatable; added to the recipe's rlgate.convergence.checks, so a plain NeMo "
+        "RL config works as --recipe; completion is still judged)",
+    )
+    p.add_argument(
         "--tier",
         action="append",
         choices=["convergence", "perf"],
@@ -88,7 +97,9 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
         _require_file_path(flag, out)
     # a bad database (an empty --db too) stops before any work
     store = open_db(args.db) if args.db is not None else None
-    plan = load_plan(args.recipe, max_steps=args.max_steps, overrides=args.override)
+    plan = load_plan(
+        args.recipe, max_steps=args.max_steps, overrides=args.override, conditions=args.condition
+    )
     context = None
     if store is not None:
         context = _check_run_context(args, plan)

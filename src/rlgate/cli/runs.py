@@ -53,7 +53,9 @@ def add_check_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "run",
         metavar="LOG_DIR_OR_METRICS_JSON",
-        help="NeMo RL logger.log_dir, an event file, a metrics.json or an MLPerf log",
+        help="NeMo RL logger.log_dir, an event file, a metrics.json, an MLPerf log, or an "
+        "MLflow store (mlflow.db, sqlite:///..., mlruns/, http://host:port; #run_id or "
+        "#experiment/run name picks the run)",
     )
     RECIPE.add_to(p, required=True)
     p.add_argument(

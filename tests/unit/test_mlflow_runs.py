@@ -157,7 +157,7 @@ class TestCheckRun:
         [
             ("0123456789abcdef0123456789abcdef", "no MLflow run 0123456789abcdef"),
             ("healthyy", "did you mean rlgate/healthy"),
-            ("other/healthy", "no MLflow run named 'other/healthy'"),
+            ("other/healthy", "no active MLflow run in experiment 'other'"),
         ],
     )
     def test_a_missing_run_is_exit_2_naming_it(

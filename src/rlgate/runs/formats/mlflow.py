@@ -116,6 +116,10 @@ class _Backend(ABC):
     def runs(self) -> list[MlflowRun]:
         """Every active run of every active experiment."""
 
+    def runs_in(self, experiment: str) -> list[MlflowRun]:
+        """The active runs of the experiment called ``experiment``."""
+        return [r for r in self.runs() if r.experiment == experiment]
+
     @abstractmethod
     def history(self, run: MlflowRun) -> dict[str, Points]:
         """``{key: [(timestamp, step, value), ...]}`` in logged order."""
@@ -410,7 +414,9 @@ class _RestStore(_Backend):
         }
 
     def runs(self) -> list[MlflowRun]:
-        experiments = self._experiments()
+        return self._search(self._experiments())
+
+    def _search(self, experiments: dict[str, str]) -> list[MlflowRun]:
         if not experiments:
             return []
         body = {
@@ -419,6 +425,19 @@ class _RestStore(_Backend):
             "run_view_type": "ACTIVE_ONLY",
         }
         return [self._run(item, experiments) for item in self._pages("runs/search", body, "runs")]
+
+    def runs_in(self, experiment: str) -> list[MlflowRun]:
+        """Only that experiment's runs are listed (a shared server holds many)."""
+        try:
+            reply = self._call("experiments/get-by-name", query={"experiment_name": experiment})
+        except MetricsError as exc:
+            if "HTTP 404" in str(exc):
+                return []
+            raise
+        found = reply.get("experiment") if isinstance(reply, dict) else None
+        if not isinstance(found, dict) or found.get("lifecycle_stage", "active") != "active":
+            return []
+        return self._search({str(found.get("experiment_id")): experiment})
 
     def run_by_id(self, run_id: str) -> MlflowRun | None:
         try:
@@ -476,9 +495,11 @@ def select_runs(backend: _Backend, selector: str | None) -> list[MlflowRun]:
         if run is None:
             raise MetricsError(f"no MLflow run {selector} in {backend.shown}", hint=_HINT)
         return [run]
-    runs = backend.runs()
+    experiment, sep, name = (selector or "").rpartition("/")
+    runs = backend.runs_in(experiment) if sep else backend.runs()
     if not runs:
-        raise MetricsError(f"{backend.shown}: no active MLflow run in the store")
+        where = f"experiment {experiment!r} of {backend.shown}" if sep else backend.shown
+        raise MetricsError(f"no active MLflow run in {where}", hint=_HINT)
     if selector is None:
         names = {(r.experiment, r.name) for r in runs}
         if len(names) > 1:
@@ -488,7 +509,6 @@ def select_runs(backend: _Backend, selector: str | None) -> list[MlflowRun]:
                 f"{backend.shown} holds {len(runs)} MLflow runs ({listed}{more})", hint=_HINT
             )
         return sorted(runs, key=lambda r: (r.start_time, r.run_id))
-    experiment, sep, name = selector.rpartition("/")
     matches = [r for r in runs if r.name == name and (not sep or r.experiment == experiment)]
     if not matches:
         labels = sorted({f"{r.experiment}/{r.name}" for r in runs})

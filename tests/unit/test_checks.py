@@ -162,7 +162,9 @@ class TestParseCondition:
         [
             pytest.param('__import__("os").system("rm -rf /")', 1, "expected min/max", id="code"),
             pytest.param('median(data["t"]) < 1.1 and True', 25, "unexpected 'and'", id="and"),
-            pytest.param('0.5 < median(data["t"])', 1, "expected min/max", id="number_left"),
+            pytest.param("0.5 < 1", 1, "reads no metric", id="no_metric"),
+            pytest.param('median(data["t"]) < 2 ** 3', 24, "expected a number", id="power"),
+            pytest.param('abs(data["t"]["1"] < 1', 20, "expected ')'", id="unclosed"),
             pytest.param('median(data["t"]) < 1 < 2', 23, "unexpected '<'", id="chained"),
             pytest.param('medain(data["t"]) < 1', 1, "expected min/max", id="typo"),
             pytest.param(

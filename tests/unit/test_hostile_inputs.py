@@ -80,6 +80,24 @@ def _metrics_json() -> bytes:
     return json.dumps(doc).encode()
 
 
+# a NeMo RL test-suite script's lines (tests/test_suites/llm/*.sh), both quoting styles
+_SUITE_SCRIPT = (
+    b"MAX_STEPS=20\nuv run tests/check_metrics.py $JSON_METRICS \\\n"
+    b"    'median(data[\"train/token_mult_prob_error\"]) < 1.1' \\\n"
+    b'    "data[\\"train/reward\\"][\\"$MAX_STEPS\\"] > 0.5"\n'
+)
+
+
+@functools.cache
+def _mlflow_db() -> bytes:
+    """An MLflow SQLite store written by MLflow 3.15.1 (helpers/mlflow_stores.py)."""
+    import gzip
+
+    from .helpers.mlflow_stores import DATA
+
+    return gzip.decompress((DATA / "mlflow.db.gz").read_bytes())
+
+
 @functools.cache
 def _swe_instance_map() -> bytes:
     ids = [row["instance_id"] for row in json.loads(_dataset_json())]
@@ -137,6 +155,21 @@ SLOTS = [
         "json",
         _metrics_json,
         lambda f, d: ["check-run", str(f), "--recipe", str(MLPERF_RECIPE), "--tier", "convergence"],
+    ),
+    Slot(
+        "check_run.mlflow_db",
+        "db",
+        _mlflow_db,
+        lambda f, d: [
+            *("check-run", f"{f}#healthy", "--recipe", str(MLPERF_RECIPE)),
+            *("--tier", "convergence"),
+        ],
+    ),
+    Slot(
+        "recipe_import_suite.script",
+        "text",
+        lambda: _SUITE_SCRIPT,
+        lambda f, d: ["recipe", "import-suite", str(f), "--out", str(d / "gate.yaml")],
     ),
     Slot(
         "check_run.recipe",

@@ -15,12 +15,17 @@ is the fraction of values ``>= thr``; typed checks add ``last`` (value at the la
 
 Outcomes (never a silent pass): missing metric, empty window, unlogged step, or a target
 step not reached are ERROR; a NaN/inf inside the evaluated values is FAIL naming the step.
+A :class:`~rlgate.recipe.conditions.Comparison` (arithmetic on a side) evaluates each
+metric term as above and then the arithmetic in floating point as Python does; a division
+by zero is ERROR, a non-finite side FAIL.
 ``ray/*`` GPU-monitor tags are indexed by seconds, so step windows and step indexes are
 refused on them (ERROR); reducers without a window apply.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 from typing import Any
 
 import numpy as np
@@ -28,7 +33,14 @@ import numpy as np
 from rlgate.core.errors import MetricsError
 from rlgate.core.results import Outcome, Result, Tier
 from rlgate.recipe.conditions import (
+    Abs,
+    AnyCondition,
+    Arith,
+    Comparison,
     Condition,
+    Expr,
+    Neg,
+    Number,
     Reducer,
     SeriesCall,
     StepIndex,
@@ -67,13 +79,15 @@ def reduce_series(call: SeriesCall, values: np.ndarray) -> float:
     if call.reducer is Reducer.RATIO_ABOVE:
         return float(np.count_nonzero(values >= call.above) / values.size)
     if call.reducer is Reducer.MEDIAN:
-        return float(np.median(values))
+        return float(statistics.median(values.tolist()))
     vals = values
     if call.ignore_top_p > 0.0:
         ordered = np.sort(values)
         cutoff = int(len(ordered) * (1.0 - call.ignore_top_p))
         vals = ordered[:cutoff] if cutoff > 0 else ordered[:1]
-    return float(np.mean(vals))
+    # statistics.mean, as check_metrics: the exact mean rounded once (np.mean's pairwise sum
+    # can end one ulp off, and a mean equal to its bound then passes a strict comparison)
+    return float(statistics.mean(vals.tolist()))
 
 
 def condition_result(
@@ -117,10 +131,6 @@ def run_result(
     )
 
 
-def _error(name: str, tier: Tier, cond: Condition, message: str) -> Result:
-    return condition_result(cond, name, tier, Outcome.ERROR, None, message)
-
-
 def first_nonfinite(steps: np.ndarray, values: np.ndarray) -> str | None:
     """``"nan at step 12"`` for the first non-finite value, else None."""
     bad = np.flatnonzero(~np.isfinite(values))
@@ -130,15 +140,14 @@ def first_nonfinite(steps: np.ndarray, values: np.ndarray) -> str | None:
 
 
 def _select(
-    cond: Condition, series: MetricSeries, target_step: int | None
+    value: SeriesCall | StepIndex, series: MetricSeries, target_step: int | None
 ) -> tuple[np.ndarray, np.ndarray] | str:
-    """The (steps, values) a condition reads, or why there are none (an ERROR)."""
+    """The (steps, values) a metric term reads, or why there are none (an ERROR)."""
     span = f"logged steps {series.steps[0]}..{series.last_step}"
-    value = cond.value
     stepwise = isinstance(value, StepIndex) or not value.default_window
     if series.time_indexed and (stepwise or value.reducer is Reducer.LAST):
         return (
-            f"{cond.tag!r} is indexed by seconds since the GPU monitor started, not by "
+            f"{value.tag!r} is indexed by seconds since the GPU monitor started, not by "
             "training step; use a whole-series reducer"
         )
     if isinstance(value, StepIndex):
@@ -158,7 +167,7 @@ def _select(
 
 
 def evaluate_condition(
-    cond: Condition,
+    cond: AnyCondition,
     run: RunMetrics,
     *,
     name: str,
@@ -166,26 +175,87 @@ def evaluate_condition(
     target_step: int | None = None,
 ) -> Result:
     """Evaluate one condition on ``run`` (PASS / FAIL / ERROR, never raises for data)."""
+    if isinstance(cond, Comparison):
+        return _evaluate_comparison(cond, run, name, tier, target_step)
     expr = cond.value.describe()
+    value = _term(cond.value, run, target_step)
+    if isinstance(value, _Stop):
+        outcome, message = value.outcome, f"{expr}: {value.message}"
+        found = float("nan") if outcome is Outcome.FAIL else None
+        return condition_result(cond, name, tier, outcome, found, message)
+    ok = cond.op.holds(value, cond.threshold)
+    message = f"{expr} = {value:.6g} {cond.bound}" + ("" if ok else " does not hold")
+    outcome = Outcome.PASS if ok else Outcome.FAIL
+    return condition_result(cond, name, tier, outcome, value, message)
+
+
+class _Stop(Exception):
+    """Why a term has no value: ERROR (missing data) or FAIL (a non-finite value)."""
+
+    def __init__(self, outcome: Outcome, message: str) -> None:
+        super().__init__(message)
+        self.outcome, self.message = outcome, message
+
+
+def _term(value: SeriesCall | StepIndex, run: RunMetrics, target_step: int | None) -> float | _Stop:
+    """One metric term's value, or why it has none."""
     try:
-        series = run.get(cond.tag)
+        series = run.get(value.tag)
     except MetricsError as exc:
-        return _error(name, tier, cond, f"{expr}: {exc}")
+        return _Stop(Outcome.ERROR, str(exc))
     if not len(series):
-        return _error(name, tier, cond, f"{expr}: metric {cond.tag!r} has no values")
-    selected = _select(cond, series, target_step)
+        return _Stop(Outcome.ERROR, f"metric {value.tag!r} has no values")
+    selected = _select(value, series, target_step)
     if isinstance(selected, str):
-        return _error(name, tier, cond, f"{expr}: {selected}")
+        return _Stop(Outcome.ERROR, selected)
     steps, values = selected
     bad = first_nonfinite(steps, values)
     if bad is not None:
-        message = f"{expr}: non-finite value {bad}"
-        return condition_result(cond, name, tier, Outcome.FAIL, float("nan"), message)
-    if isinstance(cond.value, StepIndex):
-        result = float(values[0])
-    else:
-        result = reduce_series(cond.value, values)
-    ok = cond.op.holds(result, cond.threshold)
-    message = f"{expr} = {result:.6g} {cond.bound}" + ("" if ok else " does not hold")
+        return _Stop(Outcome.FAIL, f"non-finite value {bad}")
+    return float(values[0]) if isinstance(value, StepIndex) else reduce_series(value, values)
+
+
+def _expr(expr: Expr, run: RunMetrics, target_step: int | None) -> float:
+    """An expression tree's value (raises :class:`_Stop`)."""
+    if isinstance(expr, Number):
+        return expr.value
+    if isinstance(expr, SeriesCall | StepIndex):
+        value = _term(expr, run, target_step)
+        if isinstance(value, _Stop):
+            raise _Stop(value.outcome, f"{expr.describe()}: {value.message}")
+        return value
+    if isinstance(expr, Neg):
+        return -_expr(expr.operand, run, target_step)
+    if isinstance(expr, Abs):
+        return abs(_expr(expr.operand, run, target_step))
+    assert isinstance(expr, Arith)
+    left, right = _expr(expr.left, run, target_step), _expr(expr.right, run, target_step)
+    if expr.op == "+":
+        return left + right
+    if expr.op == "-":
+        return left - right
+    if expr.op == "*":
+        return left * right
+    if right == 0.0:
+        raise _Stop(Outcome.ERROR, f"{expr.describe()}: division by zero")
+    return left / right
+
+
+def _evaluate_comparison(
+    cond: Comparison, run: RunMetrics, name: str, tier: Tier, target_step: int | None
+) -> Result:
+    common = {"name": name, "tier": tier, "op": cond.op, "bound": cond.bound, "metric": cond.tag}
+    try:
+        left = _expr(cond.left, run, target_step)
+        right = _expr(cond.right, run, target_step)
+    except _Stop as stop:
+        value = float("nan") if stop.outcome is Outcome.FAIL else None
+        return Result(outcome=stop.outcome, value=value, message=stop.message, **common)
+    shown = f"{cond.left.describe()} = {left:.6g} {cond.op.value} {right:.6g}"
+    if not (math.isfinite(left) and math.isfinite(right)):
+        message = f"{shown}: a side is not finite"
+        return Result(outcome=Outcome.FAIL, value=left, threshold=right, message=message, **common)
+    ok = cond.op.holds(left, right)
+    message = f"{shown} (= {cond.right.describe()})" + ("" if ok else " does not hold")
     outcome = Outcome.PASS if ok else Outcome.FAIL
-    return condition_result(cond, name, tier, outcome, result, message)
+    return Result(outcome=outcome, value=left, threshold=right, message=message, **common)

@@ -124,12 +124,20 @@ def load_plan(
     *,
     max_steps: int | None = None,
     overrides: Sequence[str] = (),
+    conditions: Sequence[str] = (),
 ) -> GatePlan:
-    """Load a recipe (``rlgate.checks.registry.load_recipe`` validates it) and plan its gate."""
+    """Load a recipe (``rlgate.checks.registry.load_recipe`` validates it) and plan its gate.
+
+    ``conditions`` (``check-run --condition``: NeMo RL ``check_metrics.py`` conditions) are
+    added to the gate's ``rlgate.convergence.checks``; a plain NeMo RL config without an
+    ``rlgate:`` block then gets a convergence block (completion, data integrity and them).
+    """
+    from rlgate.checks.kinds.check_metrics import with_conditions
     from rlgate.checks.registry import load_recipe
 
     recipe = load_recipe(recipe_path, overrides)
-    return plan_gate(recipe.gate, recipe.run_context(max_steps))
+    gate = with_conditions(recipe.gate, conditions, reason="--condition")
+    return plan_gate(gate, recipe.run_context(max_steps))
 
 
 def band_run_paths(plan: GatePlan, given: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:

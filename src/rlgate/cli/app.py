@@ -194,6 +194,9 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("-q", "--quiet", action="store_true", help="print errors and warnings only")
     c.set_defaults(func=_cmd_recipe_check)
+    from rlgate.cli.suite import add_import_suite
+
+    add_import_suite(rsub)
 
 
 def _failure(exc: BaseException) -> tuple[int, str]:

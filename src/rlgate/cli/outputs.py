@@ -73,6 +73,7 @@ COMMANDS: dict[str, dict[str, Role]] = {
     "versions": {},
     "run": {"pytest_args": Role.PYTEST},
     "recipe check": {"args": Role.CONFIGS, "tokenizers": Role.ROOT, "json_out": F},
+    "recipe import-suite": {"script": P, "out": F},
     "check-run": {
         "run": P,
         "recipe": R,
@@ -155,7 +156,8 @@ NOT_PATHS = frozenset(
     {
         "after_model", "agent_framework", "allow_pull", "alpha", "backend", "baseline_commit",
         "before_model", "branch", "cancel_stalled", "cap", "check", "cluster", "commit",
-        "concurrency", "cpus_per_instance", "demo", "discordance", "dry_run", "entrypoint",
+        "concurrency", "condition", "cpus_per_instance", "demo", "discordance", "dry_run",
+        "entrypoint",
         "exclude", "flaky_rate", "follow", "force", "format", "hardware", "help", "instance_ids",
         "interval", "keep_last", "label", "last", "list", "main_branch", "margin_pp",
         "max_infra_error_rate", "max_steps", "max_workers", "minutes", "minutes_per_instance",

@@ -54,7 +54,9 @@ def add_check_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "run",
         metavar="LOG_DIR_OR_METRICS_JSON",
-        help="NeMo RL logger.log_dir, an event file, a metrics.json or an MLPerf log",
+        help="NeMo RL logger.log_dir, an event file, a metrics.json, an MLPerf log, or an "
+        "MLflow store (mlflow.db, sqlite:///..., mlruns/, http://host:port; #run_id or "
+        "#experiment/run name picks the run)",
     )
     RECIPE.add_to(p, required=True)
     p.add_argument(
@@ -66,6 +68,15 @@ def add_check_run(sub: argparse._SubParsersAction) -> None:
     )
     for option in (BASELINE, ROLLOUTS, MAX_STEPS, BAND_RUN, SYNC_RUN):
         option.add_to(p)
+    p.add_argument(
+        "--condition",
+        action="append",
+        default=[],
+        metavar="COND",
+        help='a NeMo RL tests/check_metrics.py condition, e.g. \'mean(data["train/reward"]) '
+        "> 0.5' (repeatable; added to the recipe's rlgate.convergence.checks, so a plain NeMo "
+        "RL config works as --recipe; completion is still judged)",
+    )
     p.add_argument(
         "--tier",
         action="append",
@@ -87,12 +98,20 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
 
     # a bad database (an empty --db too) stops before any work
     store = open_db(args.db) if args.db is not None else None
-    plan = load_plan(args.recipe, max_steps=args.max_steps, overrides=args.override)
+    plan = load_plan(
+        args.recipe, max_steps=args.max_steps, overrides=args.override, conditions=args.condition
+    )
     facts = _check_run_facts(args, plan)
     context = None
     if store is not None:
+        from rlgate.runs.registry import shown_run
+
         context = context_for(
-            args, facts, default_recipe=plan.recipe, inputs=[args.run], overrides=args.override
+            args,
+            facts,
+            default_recipe=plan.recipe,
+            inputs=[shown_run(args.run)],  # a store URL's password is never recorded
+            overrides=args.override,
         )
         refuse_recorded(store, context)
     inputs = load_inputs(

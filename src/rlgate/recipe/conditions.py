@@ -8,14 +8,23 @@ Condition grammar (what ``tests/check_metrics.py`` conditions use, parsed by a t
 a recursive-descent parser into a small AST; anything else is a parse error naming the
 column)::
 
-    condition := value OP number
+    condition := expr OP expr              (one comparison, reading at least one metric)
+    expr      := term { ("+" | "-") term }
+    term      := factor { ("*" | "/") factor }
+    factor    := ("-" | "+") factor | number | value | "abs" "(" expr ")" | "(" expr ")"
     value     := CALL "(" series { "," arg } ")" | series "[" STRING "]"
     series    := "data" "[" STRING "]"
     arg       := number | NAME "=" number
     CALL      := "min" | "max" | "mean" | "median" | "ratio_above"
     OP        := "<" | "<=" | ">" | ">=" | "=="
-    number    := ["-" | "+"] digits ["." digits] [("e"|"E") ["-"|"+"] digits]
+    number    := digits ["." digits] [("e"|"E") ["-"|"+"] digits]
     STRING    := '"' text '"' | "'" text "'"
+
+``value OP number`` (every condition but six in NeMo RL's suites) is a :class:`Condition`;
+anything with arithmetic on either side (``mean(data["train/loss"], -5, -1) < 0.7 *
+data["train/loss"]["1"]``, ``abs(median(data["train/loss"])) < 0.05``) a
+:class:`Comparison` of two expression trees. The tree is the allow-list: numbers, the five
+reducers, ``data[...][...]``, ``abs``, ``+ - * /`` and parentheses; nothing is ``eval``'d.
 """
 
 from __future__ import annotations
@@ -28,13 +37,21 @@ from rlgate.core.errors import RecipeError
 from rlgate.core.results import Op  # the comparison every Result records
 
 __all__ = [
+    "Abs",
+    "AnyCondition",
+    "Arith",
+    "Comparison",
     "Condition",
     "ConditionSyntaxError",
+    "Expr",
+    "Neg",
+    "Number",
     "Op",
     "Reducer",
     "SeriesCall",
     "StepIndex",
     "Window",
+    "expr_tags",
     "parse_condition",
 ]
 
@@ -122,13 +139,105 @@ class Condition:
         return f"{self.op.value} {self.threshold:g}"
 
 
+@dataclass(frozen=True, slots=True)
+class Number:
+    """A number in an expression."""
+
+    value: float
+
+    def describe(self) -> str:
+        """As written back."""
+        return f"{self.value:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class Neg:
+    """``-operand``."""
+
+    operand: Expr
+
+    def describe(self) -> str:
+        """As written back."""
+        return f"-{_wrapped(self.operand)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Abs:
+    """``abs(operand)``."""
+
+    operand: Expr
+
+    def describe(self) -> str:
+        """As written back."""
+        return f"abs({self.operand.describe()})"
+
+
+@dataclass(frozen=True, slots=True)
+class Arith:
+    """``left op right`` with ``op`` one of ``+ - * /``."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+    def describe(self) -> str:
+        """As written back (parentheses around every nested operation)."""
+        return f"{_wrapped(self.left)} {self.op} {_wrapped(self.right)}"
+
+
+Expr = Number | Neg | Abs | Arith | SeriesCall | StepIndex
+
+
+def _wrapped(expr: Expr) -> str:
+    return f"({expr.describe()})" if isinstance(expr, Arith) else expr.describe()
+
+
+def expr_tags(expr: Expr) -> list[str]:
+    """The metrics an expression reads, in order, each once."""
+    if isinstance(expr, SeriesCall | StepIndex):
+        return [expr.tag]
+    if isinstance(expr, Neg | Abs):
+        return expr_tags(expr.operand)
+    if isinstance(expr, Arith):
+        return list(dict.fromkeys([*expr_tags(expr.left), *expr_tags(expr.right)]))
+    return []
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """``left op right`` where a side is arithmetic (see the module docstring)."""
+
+    left: Expr
+    op: Op
+    right: Expr
+    text: str = field(default="", compare=False)
+
+    @property
+    def tags(self) -> list[str]:
+        """Every metric the comparison reads."""
+        return list(dict.fromkeys([*expr_tags(self.left), *expr_tags(self.right)]))
+
+    @property
+    def tag(self) -> str:
+        """The first metric the comparison reads (the Result's metric)."""
+        return self.tags[0]
+
+    @property
+    def bound(self) -> str:
+        """``op right`` as text."""
+        return f"{self.op.value} {self.right.describe()}"
+
+
+AnyCondition = Condition | Comparison
+
+
 class ConditionSyntaxError(RecipeError):
     """A condition outside the supported check_metrics grammar."""
 
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_]\w*)"
-    r"|(?P<string>\"[^\"\\]*\"|'[^'\\]*')|(?P<op><=|>=|==|<|>)|(?P<punct>[()\[\],=+-]))"
+    r"|(?P<string>\"[^\"\\]*\"|'[^'\\]*')|(?P<op><=|>=|==|<|>)|(?P<punct>[()\[\],=+*/-]))"
 )
 
 
@@ -175,8 +284,9 @@ def _syntax(text: str, col: int, what: str) -> ConditionSyntaxError:
     caret = " " * (col - 1) + "^"
     return ConditionSyntaxError(
         f"condition {text!r}: column {col}: {what}\n    {text}\n    {caret}",
-        hint='supported: min/max/mean/median/ratio_above(data["tag"][, args]) or '
-        'data["tag"]["STEP"], then one of < <= > >= ==, then a number',
+        hint='supported: min/max/mean/median/ratio_above(data["tag"][, args]), '
+        'data["tag"]["STEP"], numbers, abs(...), + - * / and parentheses, on both sides of '
+        "one of < <= > >= ==",
     )
 
 
@@ -199,10 +309,10 @@ class _Parser:
         self.i += 1
         return tok
 
-    def condition(self) -> Condition:
-        value = self.value()
+    def condition(self) -> AnyCondition:
+        left = self.expr()
         op = Op(self.take("op", what="a comparison (< <= > >= ==)").text)
-        threshold = self.number()
+        right = self.expr()
         if self.peek().kind == "bad":
             self.take("end")
         if self.peek().kind != "end":
@@ -213,7 +323,48 @@ class _Parser:
                 f"unexpected {extra.text!r} after the comparison "
                 "(one comparison per condition; no and/or/chaining)",
             )
-        return Condition(value, op, threshold, self.text)
+        if not (expr_tags(left) or expr_tags(right)):
+            raise _syntax(self.text, 1, "the condition reads no metric (data[...])")
+        if isinstance(left, SeriesCall | StepIndex) and isinstance(right, Number):
+            return Condition(left, op, right.value, self.text)
+        return Comparison(left, op, right, self.text)
+
+    def expr(self) -> Expr:
+        node = self.term()
+        while self.peek().kind == "punct" and self.peek().text in ("+", "-"):
+            op = self.take("punct").text
+            node = Arith(op, node, self.term())
+        return node
+
+    def term(self) -> Expr:
+        node = self.factor()
+        while self.peek().kind == "punct" and self.peek().text in ("*", "/"):
+            op = self.take("punct").text
+            node = Arith(op, node, self.factor())
+        return node
+
+    def factor(self) -> Expr:
+        tok = self.peek()
+        if tok.kind == "punct" and tok.text in ("+", "-"):
+            self.take("punct")
+            inner = self.factor()
+            if tok.text == "+":
+                return inner
+            return Number(-inner.value) if isinstance(inner, Number) else Neg(inner)
+        if tok.kind == "number":
+            return Number(float(self.take("number").text))
+        if tok.kind == "punct" and tok.text == "(":
+            self.take("punct")
+            node = self.expr()
+            self.take("punct", ")", what="')'")
+            return node
+        if tok.kind == "name" and tok.text == "abs":
+            self.take("name")
+            self.take("punct", "(", what="'(' after abs")
+            node = self.expr()
+            self.take("punct", ")", what="')'")
+            return Abs(node)
+        return self.value()
 
     def series(self) -> str:
         self.take("name", "data", what='data["<metric>"]')
@@ -238,8 +389,19 @@ class _Parser:
             return StepIndex(tag, self._step(step, step_tok.col))
         if tok.kind == "name" and tok.text in _CALLS:
             return self.call()
+        if tok.kind == "bad":
+            raise _syntax(self.text, tok.col, f"unexpected character {tok.text!r}")
+        if tok.kind == "name":
+            raise _syntax(
+                self.text,
+                tok.col,
+                "expected min/max/mean/median/ratio_above(...), abs(...) or data[...]",
+            )
+        found = "end of condition" if tok.kind == "end" else repr(tok.text)
         raise _syntax(
-            self.text, tok.col, "expected min/max/mean/median/ratio_above(...) or data[...]"
+            self.text,
+            tok.col,
+            f"expected a number or a metric (data[...], mean(...)), found {found}",
         )
 
     def _step(self, step: str, col: int) -> int | None:
@@ -321,7 +483,7 @@ class _Parser:
         return sign * float(self.take("number", what="a number").text)
 
 
-def parse_condition(text: str) -> Condition:
+def parse_condition(text: str) -> AnyCondition:
     """Parse one check_metrics condition (see the module docstring for the grammar)."""
     if not isinstance(text, str) or not text.strip():
         raise ConditionSyntaxError(f"empty condition: {text!r}")

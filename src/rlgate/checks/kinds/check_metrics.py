@@ -10,15 +10,17 @@ and evaluated by :func:`rlgate.checks.conditions.evaluate_condition`; names are 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import typing
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from rlgate.checks.conditions import evaluate_condition
 from rlgate.checks.registry import CheckKind, GateInputs, PlannedCheck, register
 from rlgate.core.results import Result, Tier
 from rlgate.recipe.conditions import (
+    AnyCondition,
     Condition,
     ConditionSyntaxError,
     Op,
@@ -28,9 +30,9 @@ from rlgate.recipe.conditions import (
     parse_condition,
 )
 from rlgate.recipe.facts import RunContext
-from rlgate.recipe.spec import StrictModel
+from rlgate.recipe.spec import GateSpec, StrictModel
 
-__all__ = ["CheckSpec", "ConditionCheckSpec", "ConditionFields"]
+__all__ = ["CheckSpec", "ConditionCheckSpec", "ConditionFields", "with_conditions"]
 
 
 class CheckSpec(StrictModel):
@@ -77,7 +79,7 @@ class ConditionCheckSpec(StrictModel):
             raise ValueError(str(exc)) from None
         return value
 
-    def to_condition(self) -> Condition:
+    def to_condition(self) -> AnyCondition:
         """The parsed condition AST."""
         return parse_condition(self.condition)
 
@@ -109,7 +111,7 @@ class ConditionFields(StrictModel):
             seen.add(name)
         return self
 
-    def named_conditions(self) -> list[tuple[str, Condition, str]]:
+    def named_conditions(self) -> list[tuple[str, AnyCondition, str]]:
         """``(name, condition, reason)`` for every declared check, in order."""
         return [
             (c.name or f"condition_{i + 1}", c.to_condition(), c.reason)
@@ -140,3 +142,29 @@ class CheckMetrics(CheckKind[ConditionFields]):
         return evaluate_condition(
             check.params, inputs.run, name=check.name, target_step=context.target_step
         )
+
+
+def with_conditions(gate: GateSpec, conditions: Sequence[str], *, reason: str) -> GateSpec:
+    """``gate`` with ``conditions`` appended to ``rlgate.convergence.checks``.
+
+    A gate without a convergence block gets one (so completion and data integrity are
+    judged too); the section is validated again (syntax, unique names: ``condition_<i>``).
+    """
+    if not conditions:
+        return gate
+    field = type(gate).model_fields["convergence"]
+    model = next(
+        a for a in typing.get_args(field.annotation) or (field.annotation,) if a is not type(None)
+    )
+    section = gate.convergence
+    raw = section.model_dump(exclude_unset=True) if section is not None else {}
+    raw["checks"] = [
+        *raw.get("checks", ()),
+        *({"condition": c, "reason": reason} for c in conditions),
+    ]
+    try:
+        updated = model.model_validate(raw)
+    except ValidationError as exc:
+        details = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        raise ConditionSyntaxError(f"--condition: {details}") from None
+    return gate.model_copy(update={"convergence": updated})

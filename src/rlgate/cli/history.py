@@ -366,9 +366,15 @@ def _same_run(json_path: str, judged: str, run_dir: str) -> None:
     Otherwise one run's metrics would be recorded with another run's verdicts, and a run
     that stopped short could be promoted on a healthy run's checks.
     """
-    a, b = Path(judged).resolve(), Path(run_dir).resolve()
-    if a == b or a.is_relative_to(b) or b.is_relative_to(a):
-        return
+    from rlgate.runs.registry import shown_run
+
+    if "://" in judged or "://" in run_dir:  # a store URL: the same store and run, as shown
+        if shown_run(judged) == shown_run(run_dir):
+            return
+    else:
+        a, b = Path(judged).resolve(), Path(run_dir).resolve()
+        if a == b or a.is_relative_to(b) or b.is_relative_to(a):
+            return
     raise RlgateError(
         f"--run-json {json_path} judged the run {judged}, not --run-dir {run_dir}",
         hint="record each run with its own check-run JSON (or leave --run-dir out)",
@@ -420,7 +426,9 @@ def _cmd_record(args: argparse.Namespace) -> int:
         given = Facts(recipe=facts.recipe, recipe_sha256=facts.recipe_sha256)
         facts = given.merge(manifest_facts(args.run_dir)).merge(facts)
         steps = steps_of(load_run(args.run_dir))
-        inputs.append(args.run_dir)
+        from rlgate.runs.registry import shown_run
+
+        inputs.append(shown_run(args.run_dir))  # a store URL's password is never recorded
     swe: list[SweInstanceRow] = []
     if args.swe_run:
         from rlgate.history.ingest import parse_pairs

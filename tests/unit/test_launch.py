@@ -274,6 +274,11 @@ BAD_SITES = {
         {"extra_sbatch_args": ["--output=/elsewhere"]},
         "rlgate sets --output itself",
     ),
+    "sbatch_arg_chdir": ({"extra_sbatch_args": ["--chdir=/x"]}, "rlgate sets --chdir itself"),
+    "sbatch_arg_abbreviated": (  # getopt_long takes --chd for --chdir
+        {"extra_sbatch_args": ["--chd=/elsewhere"]},
+        "rlgate sets --chdir itself",
+    ),
     "sbatch_arg_short": ({"extra_sbatch_args": ["-N4"]}, "'-N4' is not a long sbatch option"),
     "sbatch_arg_newline": ({"extra_sbatch_args": ["--comment=a\nb"]}, "is not a long sbatch"),
     "minutes_negative": ({"max_minutes": -5}, "slurm.max_minutes"),

@@ -22,7 +22,8 @@ launch token and the manifest's run directory in its environment (``/proc/<pid>/
 readable only for one's own processes; a process's environment cannot be changed from
 outside, so another run's pid, start time and token copied into this directory's manifest
 prove nothing). Anything else is refused with a :class:`~rlgate.core.errors.LaunchError` (exit 2)
-and nothing is signalled; a pid whose start time differs is a run that ended.
+and nothing is signalled; a pid whose start time differs, or a process that exits while it is
+read (``/proc`` answers ENOENT or ESRCH), is a run that ended.
 """
 
 from __future__ import annotations
@@ -108,8 +109,8 @@ def _not_ours(manifest: RunManifest, why: str) -> LaunchError:
 def prove_ours(manifest: RunManifest) -> bool:
     """True when the manifest's process is alive and provably the wrapper rlgate launched.
 
-    False when it has ended (gone, a zombie, or its pid now belongs to a process started at
-    another time). Needs ``/proc``.
+    False when it has ended (gone, a zombie, gone while its ``/proc`` entries were read, or
+    its pid now belongs to a process started at another time). Needs ``/proc``.
 
     Raises:
         LaunchError: a live process has the pid but the manifest cannot prove it is the run's
@@ -130,17 +131,21 @@ def prove_ours(manifest: RunManifest) -> bool:
         raise _not_ours(manifest, "it does not lead its own session (rlgate's wrapper does)")
     if manifest.launch_token is None:
         raise _not_ours(manifest, "the manifest records no launch token")
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except FileNotFoundError:
-        return False
-    except OSError as exc:  # EACCES: another user's process
-        raise _not_ours(manifest, f"its environment cannot be read ({exc.strerror})") from None
     deadline = time.monotonic() + 1.0
     while True:
+        denied: PermissionError | None = None
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except PermissionError as exc:  # EACCES/EPERM: another user's process, if still there
+            denied, environ = exc, b""
+        except OSError:  # ENOENT, ESRCH: it exited (and was reaped) since its stat was read
+            return False
         again = _stat(pid)
         if again is None or again.start != first.start or again.state in _DEAD:
             return False  # ended while we read
+        if denied is not None:
+            why = f"its environment cannot be read ({denied.strerror})"
+            raise _not_ours(manifest, why) from None
         if environ:
             break
         # an exiting process has released its memory (an empty environ) before it becomes a
@@ -148,10 +153,6 @@ def prove_ours(manifest: RunManifest) -> bool:
         if time.monotonic() > deadline:
             raise _not_ours(manifest, "its environment is empty")
         time.sleep(0.02)
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            return False
     items = environ.split(b"\0")
     wanted = f"{TOKEN_ENV}={manifest.launch_token}".encode()
     if not any(hmac.compare_digest(item, wanted) for item in items):
@@ -300,12 +301,18 @@ class LocalBackend:
             return f"process {manifest.pid} had already ended"
         assert manifest.pid is not None
         group = manifest.pid  # proven: the wrapper leads its own session and process group
-        os.killpg(group, signal.SIGTERM)
+        try:
+            os.killpg(group, signal.SIGTERM)
+        except ProcessLookupError:  # the whole group exited since it was proven
+            return f"process {manifest.pid} had already ended"
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and self._alive(manifest):
             time.sleep(0.1)
         if self._alive(manifest):
-            os.killpg(group, signal.SIGKILL)
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                return f"process group {group} terminated (SIGTERM)"
             return f"process group {group} killed (SIGKILL after {grace:g} s)"
         return f"process group {group} terminated (SIGTERM)"
 

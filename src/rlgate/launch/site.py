@@ -27,6 +27,7 @@ from pydantic import (
 
 from rlgate.core.errors import LaunchError
 from rlgate.core.io import read_yaml
+from rlgate.core.text import redact_url
 from rlgate.core.validate import LineText, PositiveInt, check_env_name, problems
 
 __all__ = [
@@ -155,7 +156,7 @@ class RaySite(BaseModel):
     @classmethod
     def _address(cls, address: str) -> str:
         if not address or any(c.isspace() for c in address):
-            raise ValueError(f"{address!r} is not an address (http://<head>:8265)")
+            raise ValueError(f"{redact_url(address)!r} is not an address (http://<head>:8265)")
         return address
 
 

@@ -4,11 +4,14 @@
 
 * ``None``: ``$RLGATE_DB`` if set, else ``$XDG_DATA_HOME/rlgate/history.db`` (default
   ``~/.local/share/rlgate/history.db``, its folder created);
-* a path, or a ``sqlite:///PATH`` URL: an SQLite file (created if absent; its folder must
-  exist). WAL mode, a busy timeout of :data:`BUSY_TIMEOUT_S`, and every transaction begins
-  ``IMMEDIATE`` (takes the write lock at once), so two recorders wait for each other
-  instead of failing or losing a write;
-* ``postgresql://...``: PostgreSQL through psycopg 3 (``postgresql+psycopg://``).
+* a path, or a ``sqlite:///PATH`` URL (no host, no user): an SQLite file (created if absent,
+  its folder must exist). A path
+  that reads as a libpq ``keyword=value`` string (``host=db password=...``) is refused, not
+  taken for a file name. WAL mode, a busy timeout of :data:`BUSY_TIMEOUT_S`, and every
+  transaction begins ``IMMEDIATE`` (takes the write lock at once), so two recorders wait
+  for each other instead of failing or losing a write;
+* ``postgresql://...``: PostgreSQL through psycopg 3 (``postgresql+psycopg://``). A URL
+  component that decodes to a control character (``%00`` ends a libpq string) is refused.
 
 The database is then upgraded to this rlgate's newest schema revision (Alembic, revisions
 in ``migrations/versions``, version table ``rlgate_history_version``) in one transaction,
@@ -45,6 +48,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -156,6 +160,13 @@ _PG_INTEGERS = (
 )  # fmt: skip
 
 
+#: The libpq keywords a connection string starts with, when psycopg is not installed.
+_PG_KEYWORDS = frozenset(
+    ("host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service",
+     "sslmode", "options", "application_name", "connect_timeout")
+)  # fmt: skip
+
+
 def _libpq_parameters() -> frozenset[str] | None:
     """The connection parameters the installed libpq knows (None: psycopg is missing)."""
     try:
@@ -243,6 +254,14 @@ def _check_postgres(url: URL, shown: str) -> None:
                 )
 
 
+def _keyword_dsn(text: str) -> tuple[str, ...]:
+    """The keywords of ``text`` when it reads as a libpq ``keyword=value`` string, else ()."""
+    first = re.match(r"\s*([A-Za-z_]+)\s*=", text)
+    if first is None or first.group(1) not in (_libpq_parameters() or _PG_KEYWORDS):
+        return ()
+    return tuple(re.findall(r"(?:^|\s)([A-Za-z_]+)\s*=", text))
+
+
 def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | None]:
     """The SQLAlchemy URL to connect to, and the SQLite file if it is one.
 
@@ -269,11 +288,26 @@ def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | No
             f"history database {redact_url(text)!r} is empty or not a path", hint=_HINT_URL
         )
     if "://" not in text:
+        keywords = _keyword_dsn(text)
+        if keywords:  # never a file named after it (it may hold a password: not shown)
+            raise RlgateError(
+                f"history database: --db reads as a libpq keyword=value connection string "
+                f"({', '.join(dict.fromkeys(keywords))[:120]}), not an SQLite path; rlgate takes "
+                "a PostgreSQL database as a URL",
+                hint=_HINT_URL,
+            )
         path = _sqlite_file(Path(text).expanduser(), text)
         return URL.create("sqlite+pysqlite", database=str(path)), path
     if one_line(text) != text:  # a control character or line break
         raise RlgateError(
             f"history database URL {one_line(redact_url(text))[:200]!r} holds a control character",
+            hint=_HINT_URL,
+        )
+    decoded = unquote(text)
+    if one_line(decoded) != decoded or "\t" in decoded:  # %00 would end a libpq string
+        raise RlgateError(
+            f"history database URL {redact_url(text)[:200]!r} holds a percent-encoded "
+            "control character",
             hint=_HINT_URL,
         )
     try:
@@ -291,6 +325,12 @@ def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | No
                 f"history database {shown}: give a file (sqlite:///PATH); an in-memory "
                 "database would lose what is recorded",
                 hint=_HINT_URL,
+            )
+        if url.host or url.username or url.password or url.port:
+            raise RlgateError(
+                f"history database {shown}: an SQLite URL names a file, no host or user "
+                "(sqlite:///relative/path, sqlite:////absolute/path)",
+                hint="give sqlite:///PATH, or the path alone",
             )
         if url.query:
             raise RlgateError(

@@ -245,12 +245,62 @@ class TestUntrustedInput:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         db = str(tmp_path / "h.db")
+        open_store(db).close()  # a history database, with no runs (read commands create none)
         for action in ("promote", "demote"):
             code, _, err = run(["history", action, "nightly-42", "--db", db], capsys)
             assert code == 2
             assert "no run 'nightly-42' in the history database" in one_error(err)
         code, _, err = run(["history", "show", "no-such-recipe", "--db", db], capsys)
         assert code == 2 and "no runs of recipe 'no-such-recipe'" in one_error(err)
+
+    @pytest.mark.parametrize("backend", BACKENDS)
+    def test_read_only_commands_create_no_database(
+        self,
+        backend: str,
+        checked,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """show, export, flaky, prune, promote, demote and triage read a history; none
+        makes one: no file, no default folder, no schema in an empty PostgreSQL database."""
+        db = database(backend, tmp_path)
+        reads = [
+            ["history", "show", RECIPE_NAME],
+            ["history", "export", str(tmp_path / "r.csv")],
+            ["history", "flaky"],
+            ["history", "prune", "--before", "2000-01-01"],
+            ["history", "promote", "nightly-1"],
+            ["history", "demote", "nightly-1"],
+            ["triage", "--candidate", str(checked["junit1"])],
+        ]
+        shown = db if backend == "sqlite" else "postgresql+psycopg://"
+        for args in reads:
+            code, out, err = run([*args, "--db", db], capsys)
+            assert code == 2 and "no history database at " in one_error(err), (args, err)
+            assert shown in err and not out, err
+        assert sorted(tmp_path.iterdir()) == []  # no h.db (-wal, -shm), no r.csv
+        if backend == "postgresql":
+            sa = pytest.importorskip("sqlalchemy")
+            engine = sa.create_engine(db)
+            try:
+                with engine.connect() as conn:
+                    assert sa.inspect(conn).get_table_names() == []
+            finally:
+                engine.dispose()
+        else:  # the default database: $RLGATE_DB unset, the XDG folder is not created either
+            monkeypatch.delenv("RLGATE_DB", raising=False)
+            monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+            code, _, err = run(["history", "flaky"], capsys)
+            default = tmp_path / "xdg" / "rlgate" / "history.db"
+            assert code == 2 and f"no history database at {default}" in one_error(err), err
+            assert not (tmp_path / "xdg").exists()
+        # a recording command creates it as before; then the reads find it
+        record = ["history", "record", "--db", db, "--junit", str(checked["junit1"])]
+        code, _, err = run([*record, "--run-id", "nightly-1"], capsys)
+        assert code == 0, err
+        code, out, err = run(["history", "show", RECIPE_NAME, "--db", db], capsys)
+        assert code == 0 and "nightly-1" in out, err
 
     def test_bad_context_values_are_named(
         self, checked, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -159,21 +159,75 @@ BAD_URLS = {
                              "a '@' in a password is written %40"),
     "control-character": ("postgresql://u@127.0.0.1:{port}/db\x1b[2K", "control character"),
     "unknown-driver": ("postgresql+asyncpg://u@127.0.0.1:{port}/db", "unsupported database"),
+    # a percent-encoded control character, in any component (%00 ends libpq's string there)
+    "encoded-nul-in-database": ("postgresql://u:S3CRET@127.0.0.1:{port}/db%00",
+                                "percent-encoded control character"),
+    "encoded-nul-in-user": ("postgresql://u%00x:S3CRET@127.0.0.1:{port}/db",
+                            "percent-encoded control character"),
+    "encoded-nul-in-password": ("postgresql://u:S3CRET%00@127.0.0.1:{port}/db",
+                                "percent-encoded control character"),
+    "encoded-newline-in-host": ("postgresql://u@127.0.0.1%0a:{port}/db",
+                                "percent-encoded control character"),
+    "encoded-escape-in-parameter": ("postgresql://u@127.0.0.1:{port}/db?application_name=%1b[2K",
+                                    "percent-encoded control character"),
+    "encoded-tab-in-query-key": ("postgresql://u@127.0.0.1:{port}/db?password%09=S3CRET",
+                                 "percent-encoded control character"),
+    # a libpq keyword=value string is no file name; an SQLite URL names no host or user
+    "keyword-dsn": ("host=127.0.0.1 port={port} password=S3CRET",
+                    "reads as a libpq keyword=value connection string (host, port, password)"),
+    "keyword-dsn-spaced": ("  dbname = h  user=u", "keyword=value connection string (dbname"),
+    "sqlite-with-user-and-host": ("sqlite://u:S3CRET@h/h.db",
+                                  "an SQLite URL names a file, no host"),
+    "sqlite-with-host": ("sqlite://h/h.db", "an SQLite URL names a file, no host"),
     "sqlite-parameters": ("sqlite:///{tmp}/h.db?mode=ro", "it takes no parameters (mode)"),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("name", list(BAD_URLS))
 def test_a_malformed_url_is_exit_two_before_connecting(
-    name: str, closed_port: int, tmp_path: Path, capsys
+    name: str, closed_port: int, tmp_path: Path, capsys, monkeypatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # a path is relative to it: nothing may be created there
     url, message = BAD_URLS[name]
     url = url.replace("{port}", str(closed_port)).replace("{tmp}", str(tmp_path))
     code, out, err = run(["history", "show", "x", "--db", url], capsys)
     assert code == ExitCode.USAGE, err
     assert message in one_error(err) and "\n  hint: " in err, err
     assert SECRET not in err and "\x1b" not in err and not out
-    assert not (tmp_path / "h.db").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", [n for n in BAD_URLS if n.startswith(("keyword", "sqlite-with"))])
+def test_a_recording_command_creates_no_file_for_a_dsn_or_sqlite_url_with_a_host(
+    name: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """Recording creates a database, but never one named after a connection string."""
+    monkeypatch.chdir(tmp_path)
+    url, message = BAD_URLS[name]
+    args = ["check-run", str(mlperf_path(256, 1)), "--recipe", str(RECIPE), "--db", url]
+    code, out, err = run(args, capsys)
+    assert code == ExitCode.USAGE and message in one_error(err) and SECRET not in err, err
+    assert list(tmp_path.iterdir()) == [] and not out
+
+
+def test_an_encoded_nul_never_reaches_libpq_on_a_real_server(capsys, monkeypatch) -> None:
+    """The attack: ``.../db%00`` made libpq drop the rest and fall back on PG* variables.
+
+    With the variables naming a real server, the URL naming a closed port and a wrong
+    password reached that server's database as another user (exit 0); refused now.
+    """
+    real = postgres_url().replace("postgresql+psycopg://", "postgresql://")
+    server = real.split("@", 1)[1].split("/", 1)[0]
+    host, port = server.rsplit(":", 1)
+    monkeypatch.setenv("PGHOST", host)
+    monkeypatch.setenv("PGPORT", port)
+    monkeypatch.setenv("PGUSER", real.split("://", 1)[1].split("@", 1)[0].split(":")[0])
+    monkeypatch.setenv("PGDATABASE", real.rsplit("/", 1)[1])
+    for url in ("postgresql://nobody:S3CRET@127.0.0.1:1/db%00",
+                "postgresql://nobody:S3CRET%00@127.0.0.1:1/db"):  # fmt: skip
+        code, out, err = run(["history", "flaky", "--db", url], capsys)
+        assert code == ExitCode.USAGE, (url, out, err)
+        assert "percent-encoded control character" in one_error(err) and SECRET not in err
 
 
 def test_a_well_formed_url_whose_server_does_not_answer_is_exit_three(

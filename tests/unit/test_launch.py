@@ -14,8 +14,15 @@ import yaml
 
 from rlgate.cli.app import main
 from rlgate.core.errors import LaunchError, RecipeError
+from rlgate.launch import local
 from rlgate.launch.job import Phase
-from rlgate.launch.manifest import MANIFEST_NAME, Backend, RunStatus, load_manifest
+from rlgate.launch.manifest import (
+    MANIFEST_NAME,
+    Backend,
+    RunManifest,
+    RunStatus,
+    load_manifest,
+)
 from rlgate.launch.plan import DEFAULT_ENTRYPOINT, backend_for, launch, plan_launch, read_git_info
 from rlgate.launch.site import SiteConfig, load_site_config
 from rlgate.launch.watch import watch_run
@@ -274,6 +281,11 @@ BAD_SITES = {
         {"extra_sbatch_args": ["--output=/elsewhere"]},
         "rlgate sets --output itself",
     ),
+    "sbatch_arg_chdir": ({"extra_sbatch_args": ["--chdir=/x"]}, "rlgate sets --chdir itself"),
+    "sbatch_arg_abbreviated": (  # getopt_long takes --chd for --chdir
+        {"extra_sbatch_args": ["--chd=/elsewhere"]},
+        "rlgate sets --chdir itself",
+    ),
     "sbatch_arg_short": ({"extra_sbatch_args": ["-N4"]}, "'-N4' is not a long sbatch option"),
     "sbatch_arg_newline": ({"extra_sbatch_args": ["--comment=a\nb"]}, "is not a long sbatch"),
     "minutes_negative": ({"max_minutes": -5}, "slurm.max_minutes"),
@@ -424,6 +436,64 @@ class TestLocalBackend:
         assert state.phase is Phase.FAILED and state.exit_status is None
         assert "without recording an exit status" in state.message
         assert load_manifest(plan.run_dir).status is RunStatus.SUBMITTED  # watch updates it
+
+    def test_a_run_that_ends_between_the_stat_and_the_environ_read_has_ended(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The CI race, made certain: the process is killed and reaped after its stat is read.
+
+        The kernel then answers the read of ``/proc/<pid>/environ`` with ESRCH (through a
+        directory descriptor held from before, as for a lookup that raced the reaping): the
+        run ended, it is not another user's process.
+        """
+        plan = plan_local(tmp_path, entrypoint=(*STANDIN, "--seconds", "60"))
+        manifest = launch(plan)
+        pid = manifest.pid
+        assert pid is not None
+        environ, read_bytes = Path(f"/proc/{pid}/environ"), Path.read_bytes
+        raised: list[OSError] = []
+
+        def racing(self: Path) -> bytes:
+            if self != environ:
+                return read_bytes(self)
+            folder = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.killpg(pid, signal.SIGKILL)
+                wait_for(lambda: not os.path.exists(f"/proc/{pid}"), step=0.02)  # reaped
+                fd = os.open("environ", os.O_RDONLY, dir_fd=folder)
+            except OSError as exc:
+                raised.append(exc)
+                raise
+            finally:
+                os.close(folder)
+            os.close(fd)
+            raise AssertionError("the kernel read a reaped process's environment")
+
+        monkeypatch.setattr(Path, "read_bytes", racing)
+        state = backend_for(Backend.LOCAL).poll(manifest)
+        assert [type(exc) for exc in raised] == [ProcessLookupError]
+        assert state.phase is Phase.FAILED and state.exit_status is None
+        assert "without recording an exit status" in state.message
+
+    def test_a_run_that_ends_between_its_proof_and_the_signal_had_already_ended(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The same race one step later: the group is gone when SIGTERM is sent (ESRCH)."""
+        plan = plan_local(tmp_path, entrypoint=(*STANDIN, "--seconds", "60"))
+        manifest = launch(plan)
+        pid = manifest.pid
+        assert pid is not None
+        proven = local.prove_ours
+
+        def then_killed(m: RunManifest) -> bool:
+            ours = proven(m)
+            os.killpg(pid, signal.SIGKILL)
+            wait_for(lambda: not os.path.exists(f"/proc/{pid}"), step=0.02)  # reaped
+            return ours
+
+        monkeypatch.setattr(local, "prove_ours", then_killed)
+        said = backend_for(Backend.LOCAL).cancel(manifest)
+        assert said == f"process {pid} had already ended"
 
     def test_symlink_put_at_the_run_dir_after_planning_is_not_written_through(
         self, tmp_path: Path

@@ -8,6 +8,7 @@ group id in a ``finally``; nothing else on the machine is touched.
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import os
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -271,3 +273,125 @@ class TestRayJobApiErrors:
         assert "internal error" not in err
         saved = load_manifest(tmp_path / "run")
         assert saved.status is RunStatus.FAILED and "504" in saved.message
+
+
+# --- credentials in the address -------------------------------------------------------------
+
+SECRET = "S3CRET"
+USER = "rlgate"
+
+
+class _AuthProxy(http.server.BaseHTTPRequestHandler):
+    """The dashboard behind HTTP basic authentication (a proxy as sites put in front of it)."""
+
+    upstream = ""
+    expected = "Basic " + base64.b64encode(f"{USER}:{SECRET}".encode()).decode()
+
+    def _forward(self) -> None:
+        if self.headers.get("Authorization") != self.expected:
+            self.send_error(401, "credentials required")
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        request = urllib.request.Request(
+            self.upstream + self.path,
+            data=self.rfile.read(length) if length else None,
+            method=self.command,
+            headers={"Content-Type": self.headers.get("Content-Type") or "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                status, body = response.status, response.read()
+                kind = response.headers.get("Content-Type") or "application/json"
+        except urllib.error.HTTPError as exc:
+            status, body = exc.code, exc.read()
+            kind = exc.headers.get("Content-Type") or "text/plain"
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_DELETE = _forward
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def authenticated(ray_address: str) -> Iterator[str]:
+    """The real cluster's job API behind a proxy that wants rlgate:S3CRET; its plain URL."""
+    handler = type("Proxy", (_AuthProxy,), {"upstream": ray_address})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _launch_argv(tmp_path: Path, address: str, *extra: str) -> list[str]:
+    site = tmp_path / "site.yaml"
+    site.write_text(SiteConfig(env=swe_env(tmp_path)).model_dump_json())
+    argv = ["launch", str(TARGET), *ONE_NODE, "--backend", "ray", "--site", str(site)]
+    argv += ["--ray-address", address, "--entrypoint", " ".join(STANDIN), "--steps", "2"]
+    return [*argv, "--run-dir", str(tmp_path / "run"), "--no-check", *extra]
+
+
+def _with_secret(plain: str) -> str:
+    return plain.replace("http://", f"http://{USER}:{SECRET}@") + f"/?token={SECRET}tok"
+
+
+class TestRayCredentials:
+    """An address's credentials are used, never printed, never written to the manifest."""
+
+    def test_an_unreachable_address_with_credentials_shows_none_of_them(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        address = _with_secret(f"http://127.0.0.1:{free_port()}")
+        assert main(_launch_argv(tmp_path, address)) == ExitCode.INFRA
+        out, err = capsys.readouterr()
+        assert f"{USER}:***@127.0.0.1" in err and "token=***" in err, err
+        saved = (tmp_path / "run" / "rlgate_manifest.json").read_text()
+        assert main(["watch", str(tmp_path / "run")]) == ExitCode.FAIL  # nothing to watch
+        watched = "".join(capsys.readouterr())
+        assert "submission failed: cannot reach the Ray job API" in watched
+        for text in (out, err, saved, watched):
+            assert SECRET not in text
+
+    def test_dry_run_and_a_bad_address_show_no_credentials(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(_launch_argv(tmp_path, _with_secret("http://head:8265"), "--dry-run")) == 0
+        out, _ = capsys.readouterr()
+        assert f'"address": "http://{USER}:***@head:8265/?token=***"' in out
+        bad = _with_secret("http://head:8265") + " x"
+        assert main(_launch_argv(tmp_path, bad)) == ExitCode.USAGE
+        out2, err = capsys.readouterr()
+        assert "is not an address" in err and f"{USER}:***@" in err, err
+        assert SECRET not in out + out2 + err
+
+    def test_a_dashboard_behind_authentication_is_followed_with_ray_address(
+        self,
+        authenticated: str,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        address = authenticated.replace("http://", f"http://{USER}:{SECRET}@")
+        assert main(_launch_argv(tmp_path, address)) == ExitCode.OK
+        run = tmp_path / "run"
+        manifest = load_manifest(run)
+        assert manifest.ray_address == authenticated  # stored without the credentials
+        assert SECRET not in (run / "rlgate_manifest.json").read_text()
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        assert main(["watch", str(run), "--interval", "0.5"]) == ExitCode.INFRA  # 401
+        _, err = capsys.readouterr()
+        assert err.count("\n") == 2 and err.count("rlgate: error:") == 1, err  # + its hint
+        assert "401" in err and "export RAY_ADDRESS" in err and SECRET not in err, err
+        monkeypatch.setenv("RAY_ADDRESS", address)
+        assert main(["watch", str(run), "--interval", "0.5", "--timeout", "3"]) == ExitCode.OK
+        out, err = capsys.readouterr()
+        assert "COMPLETED" in out and SECRET not in out + err, out + err
+        assert SECRET not in (run / "rlgate_manifest.json").read_text()

@@ -8,6 +8,7 @@ survives the trip into ray.sub's ``driver_command.sh``), not anything about a cl
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shlex
@@ -19,11 +20,12 @@ import pytest
 import yaml
 
 from rlgate.cli.app import main
-from rlgate.core.errors import LaunchError
+from rlgate.core.errors import ExitCode, LaunchError
 from rlgate.launch.manifest import Backend, load_manifest
 from rlgate.launch.plan import backend_for, launch, plan_launch
 from rlgate.launch.site import SiteConfig, load_site_config
 from rlgate.launch.slurm import (
+    SlurmJob,
     format_time_limit,
     parse_job_ids,
     parse_sacct,
@@ -31,6 +33,7 @@ from rlgate.launch.slurm import (
     render_sbatch_script,
 )
 
+from .helpers import slurm_standin
 from .helpers.launch_fixtures import STANDIN, TARGET, nemo_rl_checkout, slurm_site
 
 
@@ -81,6 +84,7 @@ class TestSbatchScript:
             "--partition=batch_block1",
             "--job-name=acct_llm:nightly-thinking",
             "--dependency=singleton",
+            f"--chdir={plan.run_dir}",  # Slurm's WorkDir: what proves the job is this run's
             f"--output={plan.run_dir}/slurm/slurm-%j.out",
             "ray.sub",
         ]
@@ -238,66 +242,39 @@ class TestSubmissionWiring:
         self, tmp_path: Path, checkout: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """A stalled chain is cancelled whole (the later jobs depend on the stalled one)."""
-        record = tmp_path / "scancel.argv"
-        fake_bin = tmp_path / "bin"
-        fake_bin.mkdir()
-        for name, body in {
-            "sbatch": 'echo "$RANDOM$RANDOM;cluster0"\n',
-            "scancel": f'printf "%s\\n" "$@" > {record}\n',
-        }.items():
-            tool = fake_bin / name
-            tool.write_text(f"#!/usr/bin/env bash\n{body}")
-            tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
-        monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
+        slurm = slurm_standin.install(tmp_path, monkeypatch)
         manifest = launch(plan_slurm(tmp_path, checkout, steps=4, steps_per_run=2))
         assert len(manifest.job_ids) == 2
         backend = backend_for(Backend.SLURM, SiteConfig())
         assert backend.cancel(manifest) == f"scancel -- {' '.join(manifest.job_ids)}"
-        assert record.read_text().split() == ["--", *manifest.job_ids]
+        assert slurm.argv("scancel") == ["--", *manifest.job_ids]
+        assert all(slurm.jobs()[i]["state"].startswith("CANCELLED") for i in manifest.job_ids)
 
 
 class TestSlurmOutputParsers:
     def test_job_ids_from_sbatch_parsable(self) -> None:
         assert parse_job_ids("1234\n1235;cluster0\nsbatch: warning\n") == ["1234", "1235"]
 
-    def test_squeue_states(self) -> None:
-        assert parse_squeue("1234|RUNNING\n1235|PENDING\n") == {
-            "1234": "RUNNING",
-            "1235": "PENDING",
+    def test_squeue_states_names_and_work_dirs(self) -> None:
+        parsed = parse_squeue("1234|RUNNING|acct:r|/runs/r\n1235|PENDING|a|b|/x\n")
+        assert parsed == {
+            "1234": SlurmJob("RUNNING", "acct:r|/runs/r"),
+            "1235": SlurmJob("PENDING", "a|b|/x"),  # a '|' in a foreign name stays in it
         }
 
     def test_sacct_states_exit_codes_and_cancel_reasons(self) -> None:
         text = (
-            "1234|COMPLETED|0:0|2026-01-01T00:00:00|2026-01-01T03:10:00\n"
-            "1235|CANCELLED by 5001|0:15|2026-01-01T03:11:00|2026-01-01T03:12:00\n"
-            "1236|TIMEOUT|0:0|2026-01-01T00:00:00|2026-01-01T04:00:00\n"
-            "1237|OUT_OF_MEMORY|137:0|Unknown|Unknown\n"
+            "1234|COMPLETED|0:0|2026-01-01T00:00:00|2026-01-01T03:10:00|acct:r|/runs/r\n"
+            "1235|CANCELLED by 5001|0:15|2026-01-01T03:11:00|2026-01-01T03:12:00|n|/w\n"
+            "1236|TIMEOUT|0:0|2026-01-01T00:00:00|2026-01-01T04:00:00|n|/w\n"
+            "1237|OUT_OF_MEMORY|137:0|Unknown|Unknown|n|/w\n"
         )
         parsed = parse_sacct(text)
-        assert parsed["1234"][:2] == ("COMPLETED", 0)
-        assert parsed["1235"][:2] == ("CANCELLED", 0)
-        assert parsed["1236"][0] == "TIMEOUT" and parsed["1237"][:2] == ("OUT_OF_MEMORY", 137)
-
-
-def fake_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, squeue_state: str) -> Path:
-    """``sbatch``, ``squeue`` and ``scancel`` on PATH that record their argv (one per line)."""
-    record = tmp_path / "argv"
-    record.mkdir()
-    fake_bin = tmp_path / "bin"
-    fake_bin.mkdir()
-    for name, body in {
-        "sbatch": 'echo "4242;cluster0"\n',
-        # every job it is asked about is in this state
-        "squeue": 'prev=; for a in "$@"; do case "$a" in --jobs=*) ids=${a#--jobs=};; *) '
-        '[ "$prev" = -j ] && ids=$a;; esac; prev=$a; done\n'
-        f'tr , "\\n" <<< "$ids" | sed "s/$/|{squeue_state}/"\n',
-        "scancel": "",
-    }.items():
-        tool = fake_bin / name
-        tool.write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$@" > {record}/{name}\n{body}')
-        tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
-    return record
+        assert (parsed["1234"].state, parsed["1234"].exit_status) == ("COMPLETED", 0)
+        assert parsed["1234"].owner == "acct:r|/runs/r"
+        assert (parsed["1235"].state, parsed["1235"].exit_status) == ("CANCELLED", 0)
+        assert parsed["1236"].state == "TIMEOUT"
+        assert (parsed["1237"].state, parsed["1237"].exit_status) == ("OUT_OF_MEMORY", 137)
 
 
 class TestJobIdsAreSlurmsOwn:
@@ -306,10 +283,7 @@ class TestJobIdsAreSlurmsOwn:
     def _launched(self, tmp_path: Path, checkout: Path, job_ids: list[str]) -> Path:
         plan = plan_slurm(tmp_path, checkout, steps=2)
         launch(plan)
-        path = plan.run_dir / "rlgate_manifest.json"
-        doc = json.loads(path.read_text())
-        path.write_text(json.dumps({**doc, "job_ids": job_ids}))
-        return plan.run_dir
+        return _with_job_ids(plan.run_dir, job_ids)
 
     def _watch_and_cancel(self, run: Path) -> int:
         argv = ["watch", str(run), "--interval", "0.1", "--stall-minutes", "0.002"]
@@ -335,13 +309,12 @@ class TestJobIdsAreSlurmsOwn:
         job_ids: list[str],
         bad: str,
     ) -> None:
-        record = fake_slurm(tmp_path, monkeypatch, "RUNNING")
+        slurm = slurm_standin.install(tmp_path, monkeypatch)
         run = self._launched(tmp_path, checkout, job_ids)
-        (record / "sbatch").unlink()
         assert self._watch_and_cancel(run) == 2
         err = capsys.readouterr().err
         assert "invalid run manifest" in err and bad in err and "Slurm job id" in err, err
-        assert sorted(p.name for p in record.iterdir()) == []  # no squeue, no scancel
+        assert (slurm.argv("squeue"), slurm.argv("sacct"), slurm.argv("scancel")) == (None,) * 3
 
     def test_array_and_het_job_ids_go_after_a_double_dash(
         self,
@@ -350,14 +323,133 @@ class TestJobIdsAreSlurmsOwn:
         monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str],
     ) -> None:
-        record = fake_slurm(tmp_path, monkeypatch, "RUNNING")
-        ids = ["4242", "4243_7", "4244+1"]
+        slurm = slurm_standin.install(tmp_path, monkeypatch)
+        ids = ["4300", "4301_7", "4302+1"]
         run = self._launched(tmp_path, checkout, ids)
+        for job_id in ids:  # jobs Slurm knows as this run's (its name and work directory)
+            slurm.add(job_id, name="acct_llm:nightly-thinking", work_dir=str(run))
         assert self._watch_and_cancel(run) == 3  # stalled and cancelled
-        assert "cancelled: scancel -- 4242 4243_7 4244+1" in capsys.readouterr().out
-        assert (record / "scancel").read_text().split() == ["--", *ids]
-        assert (record / "squeue").read_text().split() == [
+        assert "cancelled: scancel -- 4300 4301_7 4302+1" in capsys.readouterr().out
+        assert slurm.argv("scancel") == ["--", *ids]
+        assert slurm.argv("squeue") == [
             "--noheader",
-            "--format=%i|%T",
-            "--jobs=4242,4243_7,4244+1",
+            "--format=%i|%T|%j|%Z",
+            "--jobs=4300,4301_7,4302+1",
+        ]
+
+
+def _with_job_ids(run: Path, job_ids: list[str]) -> Path:
+    """``run``'s manifest edited to name ``job_ids`` (a hand-made or copied manifest)."""
+    path = run / "rlgate_manifest.json"
+    doc = json.loads(path.read_text())
+    path.write_text(json.dumps({**doc, "job_ids": job_ids}))
+    return run
+
+
+class TestOnlyTheRunsOwnJobs:
+    """A job id in a manifest proves nothing: Slurm must say the job is this run's.
+
+    rlgate submits with ``--chdir=<run dir>`` and ``--job-name=<prefix>:<run>``; squeue
+    (``%j``, ``%Z``) and sacct (``JobName``, ``WorkDir``) must give both back before a job's
+    state is trusted or the job cancelled.
+    """
+
+    def _watch(self, run: Path, *extra: str) -> int:
+        argv = ["watch", str(run), "--interval", "0.1", "--stall-minutes", "0.002"]
+        return main([*argv, "--timeout", "0.2", *extra])  # a pending job: bounded
+
+    def test_another_runs_job_ids_copied_into_a_manifest_are_refused_and_not_cancelled(
+        self,
+        tmp_path: Path,
+        checkout: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        slurm = slurm_standin.install(tmp_path, monkeypatch)
+        run_a = launch(plan_slurm(tmp_path / "a", checkout, steps=2))
+        run_b = launch(plan_slurm(tmp_path / "b", checkout, steps=2))
+        _with_job_ids(Path(run_b.run_dir), run_a.job_ids)
+        assert self._watch(Path(run_b.run_dir), "--cancel-stalled") == ExitCode.USAGE
+        err = capsys.readouterr().err
+        assert err.count("rlgate: error:") == 1 and "nothing was cancelled" in err, err
+        assert (
+            f"Slurm job {run_a.job_ids[0]} was not submitted by rlgate for {run_b.run_dir}" in err
+        )
+        assert f"acct_llm:nightly-thinking|{run_a.run_dir}" in err
+        assert slurm.argv("scancel") is None
+        assert slurm.jobs()[run_a.job_ids[0]]["state"] == "RUNNING"  # run A's job untouched
+
+    @pytest.mark.parametrize(
+        ("job", "tool"),
+        [
+            pytest.param({"state": "RUNNING"}, "squeue", id="another_users_running_job"),
+            pytest.param(
+                {"state": "PENDING", "user": getpass.getuser()},
+                "squeue",
+                id="own_job_submitted_by_hand",
+            ),
+            pytest.param({"state": "COMPLETED"}, "sacct", id="finished_job_in_accounting"),
+            pytest.param({"state": "FAILED", "exit_code": "1:0"}, "sacct", id="failed_job"),
+        ],
+    )
+    def test_a_hand_written_manifest_naming_a_foreign_job_is_refused(
+        self,
+        tmp_path: Path,
+        checkout: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+        job: dict[str, str],
+        tool: str,
+    ) -> None:
+        """``backend: slurm, job_ids: ["4242"]``: neither cancelled nor its state believed."""
+        slurm = slurm_standin.install(tmp_path, monkeypatch)
+        slurm.add("4242", name="train-7b", work_dir="/home/other/exp", **job)
+        plan = plan_slurm(tmp_path, checkout, steps=2)
+        launch(plan)
+        run = _with_job_ids(plan.run_dir, ["4242"])
+        assert self._watch(run, "--cancel-stalled") == ExitCode.USAGE
+        err = capsys.readouterr().err
+        assert "Slurm job 4242 was not submitted by rlgate" in err, err
+        assert "'train-7b|/home/other/exp'" in err and "nothing was cancelled" in err
+        assert slurm.argv(tool) is not None and slurm.argv("scancel") is None
+        assert slurm.jobs()["4242"]["state"] == job["state"]
+        assert load_manifest(run).status.value == "submitted"  # nothing recorded from it
+
+    def test_the_runs_own_chain_is_followed_and_only_its_live_jobs_cancelled(
+        self,
+        tmp_path: Path,
+        checkout: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        slurm = slurm_standin.install(tmp_path, monkeypatch)
+        manifest = launch(plan_slurm(tmp_path, checkout, steps=6, steps_per_run=2))
+        first, *rest = manifest.job_ids
+        assert len(rest) == 2
+        jobs = slurm.jobs()
+        assert {jobs[i]["work_dir"] for i in manifest.job_ids} == {manifest.run_dir}
+        slurm.set_state(first, "COMPLETED")  # the first job of the chain has ended
+        assert self._watch(Path(manifest.run_dir), "--cancel-stalled") == ExitCode.INFRA
+        assert f"cancelled: scancel -- {' '.join(rest)}" in capsys.readouterr().out
+        assert slurm.argv("scancel") == ["--", *rest]
+        assert all(slurm.jobs()[i]["state"].startswith("CANCELLED") for i in rest)
+
+    def test_the_runs_finished_job_is_judged_from_accounting(
+        self,
+        tmp_path: Path,
+        checkout: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        slurm = slurm_standin.install(tmp_path, monkeypatch)
+        manifest = launch(plan_slurm(tmp_path, checkout, steps=2))
+        slurm.set_state(manifest.job_ids[0], "FAILED", "3:0")
+        assert self._watch(Path(manifest.run_dir)) == ExitCode.FAIL  # died, no step logged
+        saved = load_manifest(manifest.run_dir)
+        assert saved.status.value == "failed" and saved.exit_status == 3
+        assert slurm.argv("sacct") == [
+            "--noheader",
+            "--parsable2",
+            "--allocations",
+            "--format=JobIDRaw,State,ExitCode,Start,End,JobName,WorkDir",
+            f"--jobs={manifest.job_ids[0]}",
         ]

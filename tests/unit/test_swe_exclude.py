@@ -464,7 +464,10 @@ class TestFlakyAcrossStoredRuns:
         assert "nobody  0 run(s)  not measured (needs 2 runs)" in capsys.readouterr().out
 
     def test_an_empty_history_says_so_and_an_output_never_overwrites_the_db(self, tmp_path, capsys):
+        from rlgate.history.store import open_store
+
         db = tmp_path / "h.db"
+        open_store(db).close()  # a history database with no runs (flaky creates none)
         assert main(["history", "flaky", "--db", str(db)]) == 0
         assert "holds no SWE-bench instance outcome" in capsys.readouterr().out
         assert main(["history", "flaky", "--db", str(db), "--model", "\x1b[2Jm\nx"]) == 0

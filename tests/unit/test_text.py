@@ -1,11 +1,22 @@
 """rlgate.core.text: untrusted strings made safe for terminals and Markdown."""
 
 import re
+from urllib.parse import quote, unquote
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from rlgate.core.text import md_code, md_text, one_line, printable
+from rlgate.core.text import (
+    md_code,
+    md_text,
+    one_line,
+    printable,
+    redact_text,
+    redact_url,
+    without_credentials,
+)
 
 HOSTILE = [
     "[click](javascript:alert(1))",
@@ -56,3 +67,24 @@ class TestMarkdown:
 
     def test_md_code_fence_outgrows_backtick_runs(self):
         assert md_code("a ``b`` c") == "```a ``b`` c```"
+
+
+# --- URLs with credentials in messages and stored addresses (Ray dashboards) -----------------
+
+_SECRET_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tail=_SECRET_TEXT)
+def test_a_message_quoting_a_url_in_any_form_shows_none_of_its_secrets(tail: str) -> None:
+    secret = "S3CRET" + tail
+    enc = quote(secret, safe="")
+    url = f"http://rlgate:{enc}@head:8265/?token={enc}&x=1"
+    said = (
+        f"HTTPConnectionPool(host='head', port=8265): url: {url} failed; "
+        f"auth rlgate:{secret} rejected; password={unquote(enc)}"
+    )
+    shown = redact_text(said, url)
+    assert "S3CRET" not in shown and "head" in shown, shown
+    stored = without_credentials(url)
+    assert stored == "http://head:8265/?x=1" and "S3CRET" not in redact_url(url)

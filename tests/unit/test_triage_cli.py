@@ -165,6 +165,7 @@ class TestLabels:
 
     def test_a_passing_candidate_exits_0(self, tmp_path, candidates, capsys) -> None:
         db = str(tmp_path / "h.db")
+        record(db, [])  # a history database with no runs (triage creates none)
         code = main(["triage", "--candidate", str(candidates["healthy_junit"]), "--db", db])
         assert code == ExitCode.OK and "nothing to triage" in capsys.readouterr().out
 

@@ -536,6 +536,48 @@ class TestSignalsOnlyWhatRlgateStarted:
         finally:
             stop_local_run(run)
 
+    def test_a_process_with_the_token_but_no_run_directory_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], victim
+    ) -> None:
+        token = "a" * 32
+        proc = victim({"RLGATE_LAUNCH_TOKEN": token})
+        fields = {"pid": proc.pid, "job_ids": [str(proc.pid)], "pid_start": _start_time(proc.pid)}
+        code, err = self._watch(tmp_path, capsys, **fields, launch_token=token)
+        assert code == ExitCode.USAGE and "names no run directory (RLGATE_RUN_DIR)" in err, err
+        assert proc.poll() is None
+
+    def test_another_run_dirs_proof_copied_into_a_manifest_is_refused(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Run A's pid, start time and token in a manifest for run B: A is not B's process.
+
+        The proof is bound to the run directory: rlgate put A's directory into A's
+        environment at launch, so a manifest in B naming A's process proves nothing.
+        """
+        run_a = launch_local(tmp_path / "a", "--stop-at-step", "1", "--hang", steps=4)
+        real = load_manifest(run_a)
+        try:
+            wait_for(lambda: read_progress(real.log_dir).last_step == 1)
+            run_b = tmp_path / "b" / "run"
+            doc = json.loads((run_a / MANIFEST_NAME).read_text())
+            moved = {
+                key: value.replace(str(run_a), str(run_b)) if isinstance(value, str) else value
+                for key, value in doc.items()
+            }
+            assert moved["pid"] == real.pid and moved["launch_token"] == real.launch_token
+            write_doc(run_b, moved)
+            argv = ["watch", str(run_b), "--interval", "0.1", "--stall-minutes", "0.005"]
+            code = main([*argv, "--cancel-stalled"])
+            err = capsys.readouterr().err
+            assert code == ExitCode.USAGE, err
+            lines = [line for line in err.splitlines() if not line.startswith("  hint:")]
+            assert len(lines) == 1 and f"process {real.pid} was not started by rlgate" in err
+            assert f"it was launched for run directory {run_a}" in err, err
+            assert LocalBackend._alive(real)  # run A untouched
+            assert load_manifest(run_b).status is RunStatus.SUBMITTED  # nothing recorded
+        finally:
+            stop_local_run(run_a)
+
     def test_cancel_refuses_without_signalling(self, tmp_path: Path, victim) -> None:
         proc = victim({"RLGATE_LAUNCH_TOKEN": "f" * 32})
         doc = manifest_doc(tmp_path, tmp_path / "run", backend="local", pid=proc.pid)
@@ -554,6 +596,7 @@ class TestSignalsOnlyWhatRlgateStarted:
             assert manifest.launch_token and len(manifest.launch_token) == 32
             environ = Path(f"/proc/{manifest.pid}/environ").read_bytes().split(b"\0")
             assert f"RLGATE_LAUNCH_TOKEN={manifest.launch_token}".encode() in environ
+            assert f"RLGATE_RUN_DIR={run}".encode() in environ
             assert os.getpgid(manifest.pid) == os.getsid(manifest.pid) == manifest.pid
             assert LocalBackend().cancel(manifest, grace=5).startswith("process group")
             wait_for(lambda: not LocalBackend._alive(manifest), timeout=30)

@@ -156,6 +156,9 @@ class TestNormalJunitStillReads:
     def test_triage_reads_rlgate_junit(self, tmp_path, capsys) -> None:
         _, run_xml = ri.check_run(Fault.HEALTHY)
         assert run_xml.read_text().startswith("<?xml")
+        from rlgate.history.store import open_store
+
+        open_store(tmp_path / "h.db").close()  # a history with no runs (triage creates none)
         code = main(_triage(tmp_path, run_xml))
         out, err = capsys.readouterr()
         assert code == 0 and "nothing to triage" in out, err

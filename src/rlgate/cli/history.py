@@ -88,18 +88,20 @@ def add_record_options(parser: argparse.ArgumentParser, *, db_required: bool = F
 DB_INPUT = "the history database"
 
 
-def open_db(target: str | None) -> Store:
+def open_db(target: str | None, *, create: bool = True) -> Store:
     """Open the history database (importing the store only now), an input from now on.
 
     An SQLite file (and its ``-wal``, ``-shm`` and ``-journal`` files) joins the command's
     output guard: no output may be written over it (checked before the file is created).
+    Only recording commands create a database; a read-only one passes ``create=False``
+    (one that does not exist: exit 2, ``no history database at PATH``).
     """
     from rlgate.core.io import note_input
     from rlgate.history.store import open_store
 
     if target and "://" not in os.fspath(target):
         note_input(target, DB_INPUT, tree=False, check=True)
-    store = open_store(target)
+    store = open_store(target, create=create)
     if store.path is not None:
         try:
             for suffix in ("", "-wal", "-shm", "-journal"):
@@ -456,7 +458,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
 def _cmd_show(args: argparse.Namespace) -> int:
     from rlgate.history.show import render_history
 
-    with open_db(args.db) as store:
+    with open_db(args.db, create=False) as store:
         runs = store.runs(recipe=args.recipe, branch=args.branch, last=args.last)
         if not runs:
             recipes = sorted({r.context.recipe for r in store.runs(last=200)})
@@ -478,7 +480,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise RlgateError(
             f"export {args.out}: say the format (--format csv|parquet) or name a .csv/.parquet file"
         )
-    with open_db(args.db) as store:
+    with open_db(args.db, create=False) as store:
         rows = export_table(store, args.table, args.out, fmt=fmt, recipe=args.recipe)
     print(f"exported {rows} {args.table} rows to {args.out} ({fmt})")
     return ExitCode.OK
@@ -491,7 +493,7 @@ def _cmd_flaky(args: argparse.Namespace) -> int:
     from rlgate.swe.flaky import MIN_RUNS, RULE
 
     models = list(dict.fromkeys(args.model)) or None
-    with open_db(args.db) as store:
+    with open_db(args.db, create=False) as store:
         if models is None:
             rows = store.swe_instances()
         else:
@@ -541,7 +543,7 @@ def _cmd_flaky(args: argparse.Namespace) -> int:
 def _cmd_prune(args: argparse.Namespace) -> int:
     from rlgate.core.text import one_line
 
-    with open_db(args.db) as store:
+    with open_db(args.db, create=False) as store:
         done = store.prune(before=args.before, keep_last=args.keep_last, dry_run=args.dry_run)
         shown, sqlite = one_line(store.shown), store.path is not None
     verb = "would delete" if done.dry_run else "deleted"
@@ -585,7 +587,7 @@ def _user() -> str | None:
 def _cmd_promote(args: argparse.Namespace) -> int:
     from rlgate.core.text import one_line
 
-    with open_db(args.db) as store:
+    with open_db(args.db, create=False) as store:
         run = store.promote(args.run_id, force=args.force, by=_user())
         overrode = store.promotion(args.run_id).overrode
         shown = one_line(args.run_id)
@@ -602,7 +604,7 @@ def _cmd_promote(args: argparse.Namespace) -> int:
 def _cmd_demote(args: argparse.Namespace) -> int:
     from rlgate.core.text import one_line
 
-    with open_db(args.db) as store:
+    with open_db(args.db, create=False) as store:
         store.demote(args.run_id, by=_user())
         print(f"demoted {one_line(args.run_id)}: {_band_line(store, store.run(args.run_id))}")
     return ExitCode.OK

@@ -397,7 +397,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     labels: list[TriageLabel] = []
     read: list[RecordedRun] = []
     commit = args.baseline_commit
-    with open_db(args.db) as store:
+    with open_db(args.db, create=False) as store:
         for (recipe, hardware), results in groups.items():
             found, history = _triage_recipe(store, results, recipe, args, own, hardware)
             labels += found

@@ -13,14 +13,16 @@ file names, JUnit names and messages, JSON fields written elsewhere. Three rules
 * **one line**: a value that must stay on one line (a shell comment, a table
   cell) has its line breaks made visible too.
 
-And one rule for credentials: a database URL is shown only through :func:`redact_url`
-(the password of its user and every query parameter that carries a secret become ``***``).
+And one rule for credentials: a URL (a history database's, a Ray dashboard's) is shown only
+through :func:`redact_url` (the password of its user and every query parameter that carries a
+secret become ``***``); a message that may hold one (a library's exception text) goes through
+:func:`redact_text`, and a URL rlgate stores goes through :func:`without_credentials`.
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote_plus
+from urllib.parse import unquote, unquote_plus
 
 __all__ = [
     "SECRET_PARAMETER",
@@ -29,8 +31,11 @@ __all__ = [
     "md_text",
     "one_line",
     "printable",
+    "redact_text",
     "redact_url",
     "unescape_controls",
+    "url_secrets",
+    "without_credentials",
 ]
 
 # C0 controls except \t and \n, DEL, C1 controls, the Unicode characters that move or
@@ -137,3 +142,63 @@ def redact_url(text: object) -> str:
                 parts[i] = f"{key}=***"
         rest = head + qsep + "".join(parts)
     return f"{scheme}{sep}{rest}"
+
+
+# A URL inside free text: a scheme, "://", and everything up to a space, quote or bracket.
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{}]+")
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """The secrets ``url`` carries: its password and the values of secret query parameters.
+
+    As :func:`redact_url` reads them (the user part runs to the last ``@``); each as written
+    and percent-decoded, longest first.
+    """
+    _, sep, rest = str(url).partition("://")
+    if not sep:
+        return ()
+    userinfo, at, host = rest.rpartition("@")
+    found = {userinfo.split(":", 1)[1]} if at and ":" in userinfo else set()
+    _, qsep, query = (host if at else rest).partition("?")
+    for part in re.split(r"[&;]", query.partition("#")[0]) if qsep else ():
+        key, eq, value = part.partition("=")
+        if eq and SECRET_PARAMETER.search(unquote_plus(key)):
+            found.add(value)
+    found |= {unquote_plus(v) for v in found} | {unquote(v) for v in found}
+    return tuple(sorted((v for v in found if v), key=len, reverse=True))
+
+
+def redact_text(text: object, *urls: str) -> str:
+    """``text`` (a message) with every URL in it through :func:`redact_url`.
+
+    And every secret of ``urls`` (:func:`url_secrets`: the URLs the message is about) replaced
+    by ``***`` wherever it appears, so a library that quotes its address in another form
+    (decoded, inside a longer word) leaks none of it either.
+    """
+    shown = _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), str(text))
+    for secret in sorted({s for url in urls for s in url_secrets(url)}, key=len, reverse=True):
+        shown = shown.replace(secret, "***")
+    return shown
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without its user part (``user:password@``) and its secret query parameters.
+
+    What rlgate may store of a URL to reach the same place again; the credentials come from
+    where the user keeps them (the environment) when it is used. The user part runs to the
+    last ``@``, as in :func:`redact_url`.
+    """
+    scheme, sep, rest = str(url).partition("://")
+    if not sep:
+        return str(url)
+    rest = rest.rpartition("@")[2]
+    head, qsep, query = rest.partition("?")
+    if not qsep:
+        return f"{scheme}{sep}{rest}"
+    query, hsep, fragment = query.partition("#")
+    kept = [
+        part
+        for part in re.split(r"[&;]", query)
+        if part and not SECRET_PARAMETER.search(unquote_plus(part.partition("=")[0]))
+    ]
+    return f"{scheme}{sep}{head}{'?' + '&'.join(kept) if kept else ''}{hsep}{fragment}"

@@ -32,7 +32,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, ValidationError
 
-from rlgate.core.text import one_line
+from rlgate.core.text import one_line, redact_text
 
 __all__ = [
     "MAX_POLL_SECONDS",
@@ -203,8 +203,9 @@ def problems(exc: ValidationError) -> str:
         if err["type"] == "extra_forbidden":
             lines.append(f"  {loc}: unknown key")
             continue
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = redact_text(err["msg"].removeprefix("Value error, "))
         value = err.get("input")
-        got = "" if isinstance(value, dict | list) else f" (got {one_line(repr(value))[:80]})"
+        shown = one_line(redact_text(repr(value)))[:80]  # a URL's credentials never shown
+        got = "" if isinstance(value, dict | list) else f" (got {shown})"
         lines.append(f"  {loc}: {msg}{got}")
     return "\n".join(lines)

@@ -4,11 +4,14 @@
 
 * ``None``: ``$RLGATE_DB`` if set, else ``$XDG_DATA_HOME/rlgate/history.db`` (default
   ``~/.local/share/rlgate/history.db``, its folder created);
-* a path, or a ``sqlite:///PATH`` URL: an SQLite file (created if absent; its folder must
-  exist). WAL mode, a busy timeout of :data:`BUSY_TIMEOUT_S`, and every transaction begins
-  ``IMMEDIATE`` (takes the write lock at once), so two recorders wait for each other
-  instead of failing or losing a write;
-* ``postgresql://...``: PostgreSQL through psycopg 3 (``postgresql+psycopg://``).
+* a path, or a ``sqlite:///PATH`` URL (no host, no user): an SQLite file (created if absent,
+  its folder must exist; ``create=False``, for read-only commands: it must exist). A path
+  that reads as a libpq ``keyword=value`` string (``host=db password=...``) is refused, not
+  taken for a file name. WAL mode, a busy timeout of :data:`BUSY_TIMEOUT_S`, and every
+  transaction begins ``IMMEDIATE`` (takes the write lock at once), so two recorders wait
+  for each other instead of failing or losing a write;
+* ``postgresql://...``: PostgreSQL through psycopg 3 (``postgresql+psycopg://``). A URL
+  component that decodes to a control character (``%00`` ends a libpq string) is refused.
 
 The database is then upgraded to this rlgate's newest schema revision (Alembic, revisions
 in ``migrations/versions``, version table ``rlgate_history_version``) in one transaction,
@@ -45,6 +48,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -113,8 +117,19 @@ def default_db_path() -> Path:
 # --- where the database is ---------------------------------------------------------------
 
 
-def _sqlite_file(path: Path, shown: str) -> Path:
-    """Check an SQLite path: a regular SQLite file, or absent in an existing folder."""
+def _absent(shown: str, why: str = "") -> RlgateError:
+    return RlgateError(
+        f"no history database at {shown}{why}",
+        hint="only recording commands (history record, check-run/report/swe --db) create one; "
+        f"check --db or ${DB_ENV}",
+    )
+
+
+def _sqlite_file(path: Path, shown: str, create: bool) -> Path:
+    """Check an SQLite path: a regular SQLite file, or absent in an existing folder.
+
+    Absent (or empty) and not ``create``: :func:`_absent` (connecting would create it).
+    """
     if path.is_dir():
         raise RlgateError(f"history database {shown} is a directory", hint=_HINT_URL)
     if path.exists():
@@ -128,10 +143,14 @@ def _sqlite_file(path: Path, shown: str) -> Path:
                 hint="give the path of an rlgate history database, or of a file to create",
             )
     elif not path.parent.is_dir():
+        if not create:
+            raise _absent(shown, f" (folder {path.parent} does not exist)")
         raise RlgateError(
             f"history database {shown}: folder {path.parent} does not exist",
             hint="create the folder, or give a path in an existing one",
         )
+    if not create and (not path.exists() or path.stat().st_size == 0):
+        raise _absent(shown)
     return path.resolve()
 
 
@@ -153,6 +172,13 @@ _PG_CHOICES = {
 _PG_INTEGERS = (
     "connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
     "keepalives_count", "tcp_user_timeout", "sslcompression",
+)  # fmt: skip
+
+
+#: The libpq keywords a connection string starts with, when psycopg is not installed.
+_PG_KEYWORDS = frozenset(
+    ("host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service",
+     "sslmode", "options", "application_name", "connect_timeout")
 )  # fmt: skip
 
 
@@ -243,18 +269,31 @@ def _check_postgres(url: URL, shown: str) -> None:
                 )
 
 
-def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | None]:
+def _keyword_dsn(text: str) -> tuple[str, ...]:
+    """The keywords of ``text`` when it reads as a libpq ``keyword=value`` string, else ()."""
+    first = re.match(r"\s*([A-Za-z_]+)\s*=", text)
+    if first is None or first.group(1) not in (_libpq_parameters() or _PG_KEYWORDS):
+        return ()
+    return tuple(re.findall(r"(?:^|\s)([A-Za-z_]+)\s*=", text))
+
+
+def _resolve(
+    url_or_path: str | os.PathLike[str] | None, create: bool = True
+) -> tuple[URL, Path | None]:
     """The SQLAlchemy URL to connect to, and the SQLite file if it is one.
 
     Everything is checked here, before any connection: a malformed URL, a port out of
     range or an unknown driver is exit 2; only a well-formed URL whose server does not
-    answer is exit 3 (when connecting).
+    answer is exit 3 (when connecting). Not ``create``: an SQLite file that does not exist
+    is exit 2 too (and the default folder is not created).
     """
     if url_or_path is None:
         env = os.environ.get(DB_ENV, "")
         if env:
-            return _resolve(env)
+            return _resolve(env, create)
         path = default_db_path()
+        if not create:
+            return _resolve(path, create)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -262,18 +301,33 @@ def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | No
                 f"cannot create the default history folder {path.parent}: {exc.strerror}",
                 hint=f"set {DB_ENV} or pass --db",
             ) from None
-        return _resolve(path)
+        return _resolve(path, create)
     text = os.fspath(url_or_path)
     if not text.strip() or "\x00" in text:
         raise RlgateError(
             f"history database {redact_url(text)!r} is empty or not a path", hint=_HINT_URL
         )
     if "://" not in text:
-        path = _sqlite_file(Path(text).expanduser(), text)
+        keywords = _keyword_dsn(text)
+        if keywords:  # never a file named after it (it may hold a password: not shown)
+            raise RlgateError(
+                f"history database: --db reads as a libpq keyword=value connection string "
+                f"({', '.join(dict.fromkeys(keywords))[:120]}), not an SQLite path; rlgate takes "
+                "a PostgreSQL database as a URL",
+                hint=_HINT_URL,
+            )
+        path = _sqlite_file(Path(text).expanduser(), text, create)
         return URL.create("sqlite+pysqlite", database=str(path)), path
     if one_line(text) != text:  # a control character or line break
         raise RlgateError(
             f"history database URL {one_line(redact_url(text))[:200]!r} holds a control character",
+            hint=_HINT_URL,
+        )
+    decoded = unquote(text)
+    if one_line(decoded) != decoded or "\t" in decoded:  # %00 would end a libpq string
+        raise RlgateError(
+            f"history database URL {redact_url(text)[:200]!r} holds a percent-encoded "
+            "control character",
             hint=_HINT_URL,
         )
     try:
@@ -292,13 +346,19 @@ def _resolve(url_or_path: str | os.PathLike[str] | None) -> tuple[URL, Path | No
                 "database would lose what is recorded",
                 hint=_HINT_URL,
             )
+        if url.host or url.username or url.password or url.port:
+            raise RlgateError(
+                f"history database {shown}: an SQLite URL names a file, no host or user "
+                "(sqlite:///relative/path, sqlite:////absolute/path)",
+                hint="give sqlite:///PATH, or the path alone",
+            )
         if url.query:
             raise RlgateError(
                 f"history database {shown}: rlgate opens an SQLite file itself (WAL, a busy "
                 f"timeout); it takes no parameters ({', '.join(url.query)[:80]})",
                 hint="give sqlite:///PATH, or the path alone",
             )
-        path = _sqlite_file(Path(url.database).expanduser(), shown)
+        path = _sqlite_file(Path(url.database).expanduser(), shown, create)
         return URL.create("sqlite+pysqlite", database=str(path)), path
     if backend in ("postgresql", "postgres") and driver in ("", "psycopg"):
         _check_postgres(url, shown)
@@ -397,7 +457,7 @@ def _alembic_config(conn: Connection) -> Any:
     return config
 
 
-def _upgrade(conn: Connection, shown: str) -> None:
+def _upgrade(conn: Connection, shown: str, create: bool = True) -> None:
     """Bring the schema to the newest revision, refusing a foreign, newer or corrupt database.
 
     The version table is read by its typed reader (:func:`rlgate.history.rows.read_revision`:
@@ -420,6 +480,8 @@ def _upgrade(conn: Connection, shown: str) -> None:
             f"other tables ({', '.join(sorted(tables)[:5])})",
             hint="give a new file or an empty database (docs/history.md: a shared database)",
         )
+    elif not create:  # an empty database: a read-only command does not make it a history
+        raise _absent(shown)
     from alembic import command
     from alembic.script import ScriptDirectory
 
@@ -1037,9 +1099,14 @@ def _run_values(run: StoredRun) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def open_store(url_or_path: str | os.PathLike[str] | None = None) -> Store:
-    """Open a history database (module docstring), creating and migrating it as needed."""
-    url, path = _resolve(url_or_path)
+def open_store(url_or_path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Store:
+    """Open a history database (module docstring), creating and migrating it as needed.
+
+    ``create=False`` (read-only commands): a database that does not exist yet (no SQLite
+    file, an empty file or PostgreSQL database) is exit 2, ``no history database at ...``,
+    and nothing is created.
+    """
+    url, path = _resolve(url_or_path, create)
     shown = str(path) if path is not None else _display(url)
     secrets = _secrets(url)
     with _errors(shown, path is not None, secrets):
@@ -1051,7 +1118,7 @@ def open_store(url_or_path: str | os.PathLike[str] | None = None) -> Store:
             )
         try:
             with engine.begin() as conn:
-                _upgrade(conn, shown)
+                _upgrade(conn, shown, create)
         except BaseException:
             engine.dispose()
             raise

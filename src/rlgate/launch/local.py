@@ -9,7 +9,8 @@ What it writes into the run directory::
 
 The wrapper leads its own session (so ``rlgate launch`` returns at once and the run outlives
 the launching shell) and its environment carries a random launch token,
-``RLGATE_LAUNCH_TOKEN``, that the manifest records too. ``rlgate watch`` follows it by pid and
+``RLGATE_LAUNCH_TOKEN``, that the manifest records too, and the run directory it was launched
+for, ``RLGATE_RUN_DIR`` (resolved). ``rlgate watch`` follows it by pid and
 reads the exit status file. A process that is gone without an exit status was killed (OOM
 killer, ``kill -9``, reboot): ``failed``.
 
@@ -17,9 +18,12 @@ A manifest is input (it can be copied, edited or written by hand), so rlgate pol
 a process only when the manifest proves rlgate started it (:func:`prove_ours`): the process
 with the recorded pid has the recorded start time (no pid reuse), leads its own session and
 process group (the wrapper, not a process inside it or elsewhere), and has the manifest's
-launch token in its environment (``/proc/<pid>/environ``, readable only for one's own
-processes). Anything else is refused with a :class:`~rlgate.core.errors.LaunchError` (exit 2)
-and nothing is signalled; a pid whose start time differs is a run that ended.
+launch token and the manifest's run directory in its environment (``/proc/<pid>/environ``,
+readable only for one's own processes; a process's environment cannot be changed from
+outside, so another run's pid, start time and token copied into this directory's manifest
+prove nothing). Anything else is refused with a :class:`~rlgate.core.errors.LaunchError` (exit 2)
+and nothing is signalled; a pid whose start time differs, or a process that exits while it is
+read (``/proc`` answers ENOENT or ESRCH), is a run that ended.
 """
 
 from __future__ import annotations
@@ -39,15 +43,18 @@ from pathlib import Path
 from rlgate.core.commands import command
 from rlgate.core.errors import LaunchError
 from rlgate.core.io import write_text_atomic
+from rlgate.core.text import one_line
 from rlgate.launch.job import JobState, LaunchPlan, Phase
 from rlgate.launch.manifest import RunManifest, now_utc
 from rlgate.launch.shell import code, comment, export, script
 
-__all__ = ["TOKEN_ENV", "LocalBackend", "process_start_time", "prove_ours"]
+__all__ = ["RUN_DIR_ENV", "TOKEN_ENV", "LocalBackend", "process_start_time", "prove_ours"]
 
 EXIT_FILE = "launch/exit_status"
 #: The environment variable holding the run's launch token (also in the manifest).
 TOKEN_ENV = "RLGATE_LAUNCH_TOKEN"
+#: The environment variable holding the run directory the process was launched for.
+RUN_DIR_ENV = "RLGATE_RUN_DIR"
 # Starts the wrapper in its own session (pid = session = process group), prints its pid and
 # waits for rlgate to read its start time, then exits: the wrapper outlives it, detached.
 _SPAWN = (
@@ -102,12 +109,13 @@ def _not_ours(manifest: RunManifest, why: str) -> LaunchError:
 def prove_ours(manifest: RunManifest) -> bool:
     """True when the manifest's process is alive and provably the wrapper rlgate launched.
 
-    False when it has ended (gone, a zombie, or its pid now belongs to a process started at
-    another time). Needs ``/proc``.
+    False when it has ended (gone, a zombie, gone while its ``/proc`` entries were read, or
+    its pid now belongs to a process started at another time). Needs ``/proc``.
 
     Raises:
         LaunchError: a live process has the pid but the manifest cannot prove it is the run's
-            (no start time or launch token recorded, not a session leader, token absent).
+            (no start time or launch token recorded, not a session leader, token absent, or
+            launched for another run directory than the manifest's).
     """
     pid = manifest.pid
     if pid is None:
@@ -123,17 +131,21 @@ def prove_ours(manifest: RunManifest) -> bool:
         raise _not_ours(manifest, "it does not lead its own session (rlgate's wrapper does)")
     if manifest.launch_token is None:
         raise _not_ours(manifest, "the manifest records no launch token")
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except FileNotFoundError:
-        return False
-    except OSError as exc:  # EACCES: another user's process
-        raise _not_ours(manifest, f"its environment cannot be read ({exc.strerror})") from None
     deadline = time.monotonic() + 1.0
     while True:
+        denied: PermissionError | None = None
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except PermissionError as exc:  # EACCES/EPERM: another user's process, if still there
+            denied, environ = exc, b""
+        except OSError:  # ENOENT, ESRCH: it exited (and was reaped) since its stat was read
+            return False
         again = _stat(pid)
         if again is None or again.start != first.start or again.state in _DEAD:
             return False  # ended while we read
+        if denied is not None:
+            why = f"its environment cannot be read ({denied.strerror})"
+            raise _not_ours(manifest, why) from None
         if environ:
             break
         # an exiting process has released its memory (an empty environ) before it becomes a
@@ -141,14 +153,24 @@ def prove_ours(manifest: RunManifest) -> bool:
         if time.monotonic() > deadline:
             raise _not_ours(manifest, "its environment is empty")
         time.sleep(0.02)
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            return False
+    items = environ.split(b"\0")
     wanted = f"{TOKEN_ENV}={manifest.launch_token}".encode()
-    if not any(hmac.compare_digest(item, wanted) for item in environ.split(b"\0")):
+    if not any(hmac.compare_digest(item, wanted) for item in items):
         raise _not_ours(manifest, "the manifest's launch token is not in its environment")
+    launched_for = _environ_value(items, RUN_DIR_ENV)
+    if launched_for is None:
+        raise _not_ours(manifest, f"its environment names no run directory ({RUN_DIR_ENV})")
+    here = os.path.realpath(manifest.run_dir)
+    if launched_for != os.fsencode(here):
+        shown = one_line(os.fsdecode(launched_for))[:300]
+        raise _not_ours(manifest, f"it was launched for run directory {shown}, not {here}")
     return True
+
+
+def _environ_value(items: list[bytes], name: str) -> bytes | None:
+    """The value of ``name`` among ``/proc/<pid>/environ``'s ``NAME=value`` items."""
+    prefix = f"{name}=".encode()
+    return next((item[len(prefix) :] for item in items if item.startswith(prefix)), None)
 
 
 def _wrapper(plan: LaunchPlan) -> str:
@@ -214,7 +236,7 @@ class LocalBackend:
         with subprocess.Popen(
             spawn.argv,
             cwd=plan.run_dir,
-            env={**os.environ, TOKEN_ENV: token},
+            env={**os.environ, TOKEN_ENV: token, RUN_DIR_ENV: str(plan.run_dir)},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -279,12 +301,18 @@ class LocalBackend:
             return f"process {manifest.pid} had already ended"
         assert manifest.pid is not None
         group = manifest.pid  # proven: the wrapper leads its own session and process group
-        os.killpg(group, signal.SIGTERM)
+        try:
+            os.killpg(group, signal.SIGTERM)
+        except ProcessLookupError:  # the whole group exited since it was proven
+            return f"process {manifest.pid} had already ended"
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and self._alive(manifest):
             time.sleep(0.1)
         if self._alive(manifest):
-            os.killpg(group, signal.SIGKILL)
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                return f"process group {group} terminated (SIGTERM)"
             return f"process group {group} killed (SIGKILL after {grace:g} s)"
         return f"process group {group} terminated (SIGTERM)"
 

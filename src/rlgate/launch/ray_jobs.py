@@ -14,6 +14,15 @@ is a failure.
 A manifest is input, so the job it names is followed and stopped only when its metadata
 (``rlgate_run_dir``, which ``submit`` sets) names the manifest's run directory; the id itself
 is one of :data:`rlgate.launch.manifest.RAY_JOB_ID`'s forms (it goes into the job API's URL).
+
+Credentials: an address may carry them (``http://user:password@head:8265`` behind an
+authenticating proxy, ``?token=...``). They are used, never shown or stored: every message
+names the address through :func:`rlgate.core.text.redact_url` (a library's own text through
+:func:`~rlgate.core.text.redact_text`), and the manifest records it
+:func:`~rlgate.core.text.without_credentials`. ``rlgate watch`` reconnects with that address,
+or with ``$RAY_ADDRESS`` (Ray's own variable) when it is the same address with credentials;
+Ray's token authentication (``RAY_AUTH_MODE=token``, ``RAY_AUTH_TOKEN``) is read from the
+environment by Ray itself.
 """
 
 from __future__ import annotations
@@ -26,12 +35,15 @@ from typing import Any
 
 from rlgate.core.errors import InfraError, LaunchError
 from rlgate.core.io import write_text_atomic
-from rlgate.core.text import one_line
+from rlgate.core.text import one_line, redact_text, redact_url, without_credentials
 from rlgate.launch.job import JobState, LaunchPlan, Phase
 from rlgate.launch.manifest import RunManifest
 from rlgate.launch.site import SiteConfig
 
-__all__ = ["RayBackend", "submission_id"]
+__all__ = ["ADDRESS_ENV", "RayBackend", "reconnect_address", "submission_id"]
+
+#: Ray's own variable for the job API address (``ray job`` reads it): credentials for watch.
+ADDRESS_ENV = "RAY_ADDRESS"
 
 
 def submission_id(run_name: str) -> str:
@@ -50,10 +62,33 @@ def _connect(address: str) -> Any:
         return JobSubmissionClient(address)
     except Exception as exc:  # ConnectionError, RuntimeError, requests errors
         raise InfraError(
-            f"cannot reach the Ray job API at {address}: {exc}",
+            f"cannot reach the Ray job API at {redact_url(address)}: {_said(exc, address)}",
             hint="pass the dashboard address (http://<head>:8265) with --ray-address or the "
-            "site config's ray.address; the dashboard must be running",
+            f"site config's ray.address; the dashboard must be running. {_CREDENTIALS_HINT}",
         ) from exc
+
+
+_CREDENTIALS_HINT = (
+    "A dashboard that asks for credentials: give them in the address at launch, and for "
+    f"watch export {ADDRESS_ENV} as the same address with them (http://user:password@head:8265)"
+    ", or use Ray's token authentication (RAY_AUTH_TOKEN)"
+)
+
+
+def _said(exc: BaseException, address: str) -> str:
+    """What a Ray or HTTP library said, on one line, without the address's credentials."""
+    return " ".join(redact_text(exc, address).split())[:500]
+
+
+def reconnect_address(stored: str) -> str:
+    """The address to reach a run's job API with (the manifest keeps no credentials).
+
+    ``$RAY_ADDRESS`` when it is ``stored`` with credentials, else ``stored`` itself.
+    """
+    given = os.environ.get(ADDRESS_ENV, "")
+    if given and given != stored and without_credentials(given) == stored:
+        return given
+    return stored
 
 
 RUN_DIR_KEY = "rlgate_run_dir"
@@ -64,7 +99,7 @@ def _check_ours(manifest: RunManifest, info: Any, address: str, job_id: str) -> 
     metadata = getattr(info, "metadata", None) or {}
     if metadata.get(RUN_DIR_KEY) != manifest.run_dir:
         raise LaunchError(
-            f"Ray job {job_id} at {address} was not submitted by rlgate for "
+            f"Ray job {job_id} at {redact_url(address)} was not submitted by rlgate for "
             f"{manifest.run_dir} (its metadata {RUN_DIR_KEY} is "
             f"{one_line(repr(metadata.get(RUN_DIR_KEY)))[:200]}); nothing was stopped",
             hint="rlgate follows and stops only the job it submitted for the run directory "
@@ -102,7 +137,7 @@ class RayBackend:
         """The job submission request (``pass_env`` values shown as ``$NAME``)."""
         env = {**plan.env, **{name: f"${name}" for name in plan.pass_env}}
         request = {
-            "address": self._address(),
+            "address": redact_url(self._address()),
             "submission_id": submission_id(plan.name),
             "entrypoint": plan.command,
             "runtime_env": {"env_vars": env},
@@ -123,15 +158,17 @@ class RayBackend:
                 metadata={RUN_DIR_KEY: str(plan.run_dir), "recipe": plan.recipe.name},
             )
         except Exception as exc:  # RuntimeError (HTTP status), requests errors
+            shown = redact_url(address)
             raise InfraError(
-                f"Ray job API at {address}: submitting {submission_id(plan.name)} failed: {exc}",
+                f"Ray job API at {shown}: submitting {submission_id(plan.name)} failed: "
+                f"{_said(exc, address)}",
                 hint=f"after a timeout the job may exist anyway: ray job status "
-                f"{submission_id(plan.name)} --address {address}",
+                f"{submission_id(plan.name)} --address {shown}",
             ) from exc
         return manifest.model_copy(
             update={
                 "job_ids": [job_id],
-                "ray_address": address,
+                "ray_address": without_credentials(address),
                 "driver_log": str(plan.run_dir / "driver.log"),
             }
         )
@@ -139,12 +176,7 @@ class RayBackend:
     def poll(self, manifest: RunManifest) -> JobState:
         """The job's status, exit code and times from the job API."""
         address, job_id = self._handle(manifest)
-        try:
-            info = self._client(address).get_job_info(job_id)
-        except InfraError:
-            raise
-        except Exception as exc:
-            raise InfraError(f"Ray job API at {address}: cannot read job {job_id}: {exc}") from exc
+        info = self._job_info(address, job_id)
         _check_ours(manifest, info, address, job_id)
         status = str(getattr(info.status, "value", info.status))
         phase = {
@@ -179,7 +211,8 @@ class RayBackend:
             raise
         except Exception as exc:
             raise InfraError(
-                f"Ray job API at {address}: cannot read logs of {job_id}: {exc}"
+                f"Ray job API at {redact_url(address)}: cannot read logs of {job_id}: "
+                f"{_said(exc, address)}"
             ) from exc
         write_text_atomic(Path(manifest.run_dir) / "driver.log", text)
 
@@ -190,22 +223,32 @@ class RayBackend:
 
     @staticmethod
     def _handle(manifest: RunManifest) -> tuple[str, str]:
+        """The address to reach the run's job with (:func:`reconnect_address`), and its id."""
         if not manifest.ray_address or not manifest.job_ids:
             raise LaunchError(f"{manifest.run_dir}: the manifest has no Ray job to follow")
-        return manifest.ray_address, manifest.job_ids[0]
+        return reconnect_address(manifest.ray_address), manifest.job_ids[0]
+
+    def _job_info(self, address: str, job_id: str) -> Any:
+        try:
+            return self._client(address).get_job_info(job_id)
+        except InfraError:
+            raise
+        except Exception as exc:
+            raise InfraError(
+                f"Ray job API at {redact_url(address)}: cannot read job {job_id}: "
+                f"{_said(exc, address)}",
+                hint=_CREDENTIALS_HINT,
+            ) from exc
 
     def cancel(self, manifest: RunManifest) -> str:
         """Ask Ray to stop the job (``ray job stop``), once its metadata proves it is the run's."""
         address, job_id = self._handle(manifest)
-        try:
-            info = self._client(address).get_job_info(job_id)
-        except InfraError:
-            raise
-        except Exception as exc:
-            raise InfraError(f"Ray job API at {address}: cannot read job {job_id}: {exc}") from exc
+        info = self._job_info(address, job_id)
         _check_ours(manifest, info, address, job_id)
         try:
             stopped = bool(self._client(address).stop_job(job_id))
         except Exception as exc:  # ConnectionError, RuntimeError, requests errors
-            raise InfraError(f"Ray job API at {address}: cannot stop {job_id}: {exc}") from exc
+            raise InfraError(
+                f"Ray job API at {redact_url(address)}: cannot stop {job_id}: {_said(exc, address)}"
+            ) from exc
         return f"ray job {job_id} stopped" if stopped else f"ray job {job_id} was not running"

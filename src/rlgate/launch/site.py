@@ -27,10 +27,12 @@ from pydantic import (
 
 from rlgate.core.errors import LaunchError
 from rlgate.core.io import read_yaml
+from rlgate.core.text import redact_url
 from rlgate.core.validate import LineText, PositiveInt, check_env_name, problems
 
 __all__ = [
     "PLAIN_PATH",
+    "SLURM_NAME",
     "RaySite",
     "SiteConfig",
     "SlurmSite",
@@ -54,11 +56,12 @@ RLGATE_SETS = frozenset({"CONTAINER", "MOUNTS", "COMMAND", "GPUS_PER_NODE", "BAS
 SHELL_CONTROL = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND"})
 # Values ray.sub pastes unquoted into srun arguments (COMMON_SRUN_ARGS) and into the scripts
 # it generates: no whitespace, quotes, globs or shell syntax can be allowed in them.
-_SLURM_NAME = r"[A-Za-z0-9_][A-Za-z0-9._-]*"
+#: A Slurm account, partition or job name prefix (and so the start of the job names rlgate gives).
+SLURM_NAME = r"[A-Za-z0-9_][A-Za-z0-9._-]*"
 _PATTERNS = {
-    "account": re.compile(_SLURM_NAME),
-    "job_name_prefix": re.compile(_SLURM_NAME),
-    "partition": re.compile(rf"{_SLURM_NAME}(?:,{_SLURM_NAME})*"),
+    "account": re.compile(SLURM_NAME),
+    "job_name_prefix": re.compile(SLURM_NAME),
+    "partition": re.compile(rf"{SLURM_NAME}(?:,{SLURM_NAME})*"),
     "container": re.compile(r"[A-Za-z0-9_./][A-Za-z0-9._+@/:#=-]*"),
     "ray_sub": PLAIN_PATH,
 }
@@ -67,7 +70,7 @@ _SBATCH_OPTION = re.compile(r"--([a-z][a-z0-9-]*)(?:=[^\x00-\x1f\x7f]*)?")
 # sbatch options rlgate sets itself: a second copy would silently win (sbatch takes the last).
 _SBATCH_RESERVED = frozenset(
     {"parsable", "nodes", "gres", "time", "account", "partition", "job-name", "dependency"}
-    | {"output", "wrap"}
+    | {"chdir", "output", "wrap"}
 )
 
 
@@ -134,8 +137,12 @@ class SlurmSite(BaseModel):
                     f"{arg!r} is not a long sbatch option (--name or --name=value, "
                     "no control characters)"
                 )
-            if match.group(1) in _SBATCH_RESERVED:
-                raise ValueError(f"{arg!r}: rlgate sets --{match.group(1)} itself")
+            name = match.group(1)
+            # sbatch reads options with getopt_long, which takes an unambiguous abbreviation
+            # (--chd=/x is --chdir=/x): a prefix of a reserved name is that option too
+            reserved = sorted(r for r in _SBATCH_RESERVED if r.startswith(name))
+            if reserved:
+                raise ValueError(f"{arg!r}: rlgate sets --{reserved[0]} itself")
         return args
 
 
@@ -149,7 +156,7 @@ class RaySite(BaseModel):
     @classmethod
     def _address(cls, address: str) -> str:
         if not address or any(c.isspace() for c in address):
-            raise ValueError(f"{address!r} is not an address (http://<head>:8265)")
+            raise ValueError(f"{redact_url(address)!r} is not an address (http://<head>:8265)")
         return address
 
 

@@ -16,6 +16,13 @@ built by :func:`rlgate.core.commands.command`, its job ids Slurm's own numeric f
 (:data:`rlgate.launch.manifest.SLURM_JOB_ID`), after ``--`` or inside ``--jobs=``, so no
 id can be read as an option. Without Slurm accounting the state is ``unknown`` and the verdict rests
 on the ``ENDED`` marker and the run's metrics.
+
+A manifest is input, so a job id in it proves nothing by itself: rlgate submits every job of a
+run with ``--chdir=<run directory>`` and ``--job-name=<prefix>:<run name>``, and trusts a
+job's state, or cancels it, only when Slurm says the job has that work directory and name
+(``squeue --format=%i|%T|%j|%Z``, ``sacct --format=...,JobName,WorkDir``; :func:`_check_ours`).
+A job of another run directory, another user's or one submitted by hand is refused (exit 2)
+and nothing is cancelled.
 """
 
 from __future__ import annotations
@@ -23,18 +30,23 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from rlgate.core.commands import Command, Options, command
 from rlgate.core.errors import InfraError, LaunchError
 from rlgate.core.io import write_text_atomic
+from rlgate.core.text import one_line
 from rlgate.launch.job import JobState, LaunchPlan, Phase, check_plain_path
 from rlgate.launch.manifest import SLURM_JOB_ID, RunManifest
 from rlgate.launch.shell import Words, code, comment, export, require_env, script
-from rlgate.launch.site import SiteConfig, SlurmSite
+from rlgate.launch.site import SLURM_NAME, SiteConfig, SlurmSite
 
 __all__ = [
+    "SACCT_FIELDS",
+    "SQUEUE_FORMAT",
     "SlurmBackend",
+    "SlurmJob",
     "container_mounts",
     "format_time_limit",
     "parse_job_ids",
@@ -46,6 +58,15 @@ __all__ = [
 SLURM_LOG_SUBDIR = "slurm"
 _ACTIVE = {"RUNNING", "COMPLETING", "CONFIGURING", "STAGE_OUT", "SIGNALING", "RESIZING"}
 _JOB_ID = re.compile(r"^(\d+)(?:;\S+)?$")
+#: What squeue prints of a job (its id, state, name and work directory; no width given, so
+#: each field in full, src/squeue/print.c ``_print_str``), and the sacct fields read.
+SQUEUE_FORMAT = "%i|%T|%j|%Z"
+SACCT_FIELDS = "JobIDRaw,State,ExitCode,Start,End,JobName,WorkDir"
+_NOT_OURS_HINT = (
+    "rlgate follows and cancels only the jobs it submitted for the run directory it is "
+    "pointed at (their work directory is the run directory, their name <prefix>:<run name>); "
+    "cancel the job yourself if it is yours"
+)
 
 
 def format_time_limit(minutes: int) -> str:
@@ -140,7 +161,7 @@ def render_sbatch_script(plan: LaunchPlan) -> str:
     sbatch = command(
         "sbatch --parsable --nodes={nodes} {gres} --time={time} --account={account} "
         "--partition={partition} --job-name={prefix}:{name} --dependency=singleton "
-        "--output={log_root}/slurm-%j.out {extra} {ray_sub}",
+        "--chdir={run_dir} --output={log_root}/slurm-%j.out {extra} {ray_sub}",
         nodes=plan.nodes,
         gres=Options((f"--gres=gpu:{plan.gpus_per_node}",) if slurm.gres else ()),
         time=format_time_limit(plan.minutes),
@@ -148,6 +169,7 @@ def render_sbatch_script(plan: LaunchPlan) -> str:
         partition=slurm.partition,
         prefix=slurm.job_name_prefix,
         name=plan.name,
+        run_dir=plan.run_dir,
         log_root=log_root,
         extra=Options(slurm.extra_sbatch_args),
         ray_sub=slurm.ray_sub,
@@ -185,30 +207,65 @@ def parse_job_ids(stdout: str) -> list[str]:
     return [m.group(1) for line in stdout.splitlines() if (m := _JOB_ID.match(line.strip()))]
 
 
-def parse_squeue(stdout: str) -> dict[str, str]:
-    """``squeue -h -o %i|%T`` output -> {job id: state}."""
-    rows = (line.strip().split("|") for line in stdout.splitlines() if line.strip())
-    return {row[0]: row[1] for row in rows if len(row) >= 2}
+@dataclass(frozen=True, slots=True)
+class SlurmJob:
+    """One job as squeue or sacct prints it."""
+
+    state: str  # RUNNING, PENDING, COMPLETED, CANCELLED ("CANCELLED by 1234": the first word)
+    owner: str  # "<job name>|<work directory>" as printed (a foreign name may hold a '|')
+    exit_status: int | None = None  # sacct's ExitCode ``code:signal``: the code
+    start: str = ""
+    end: str = ""
 
 
-def parse_sacct(stdout: str) -> dict[str, tuple[str, int | None, str, str]]:
-    """``sacct -n -P -X -o JobIDRaw,State,ExitCode,Start,End`` -> {id: (state, exit, start, end)}.
+def parse_squeue(stdout: str) -> dict[str, SlurmJob]:
+    """``squeue --noheader --format=%i|%T|%j|%Z`` output -> {job id: job}."""
+    out: dict[str, SlurmJob] = {}
+    for line in stdout.splitlines():
+        parts = line.strip().split("|", 2)
+        if len(parts) == 3:
+            out[parts[0]] = SlurmJob(parts[1], parts[2])
+    return out
+
+
+def parse_sacct(stdout: str) -> dict[str, SlurmJob]:
+    """``sacct --noheader --parsable2 --format=JobIDRaw,State,ExitCode,Start,End,JobName,WorkDir``.
 
     ``State`` may read ``CANCELLED by 1234``; ``ExitCode`` is ``code:signal``.
     """
-    out: dict[str, tuple[str, int | None, str, str]] = {}
+    out: dict[str, SlurmJob] = {}
     for line in stdout.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) < 5:
+        parts = line.strip().split("|", 5)
+        if len(parts) < 6:
             continue
         code = parts[2].split(":", 1)[0]
-        out[parts[0]] = (
-            parts[1].split()[0] if parts[1] else "",
-            int(code) if code.isascii() and code.isdigit() else None,
-            parts[3],
-            parts[4],
+        out[parts[0]] = SlurmJob(
+            state=parts[1].split()[0] if parts[1].strip() else "",
+            owner=parts[5],
+            exit_status=int(code) if code.isascii() and code.isdigit() else None,
+            start=parts[3],
+            end=parts[4],
         )
     return out
+
+
+def _check_ours(manifest: RunManifest, job_id: str, job: SlurmJob) -> None:
+    """Refuse a job rlgate did not submit for this run directory (Slurm's record says so).
+
+    rlgate submits with ``--chdir=<run_dir>`` (resolved and plain, so it holds no ``|``) and
+    ``--job-name=<prefix>:<run name>``: the record must end in ``|<run_dir>`` and what is
+    left must be such a name.
+    """
+    run_dir = manifest.run_dir
+    name, sep, work_dir = job.owner.rpartition("|")
+    wanted = re.compile(rf"{SLURM_NAME}:{re.escape(Path(run_dir).name)}")
+    if sep and work_dir == run_dir and wanted.fullmatch(name):
+        return
+    raise LaunchError(
+        f"Slurm job {job_id} was not submitted by rlgate for {run_dir} (Slurm gives its name "
+        f"and work directory as {one_line(job.owner)[:300]!r}); nothing was cancelled",
+        hint=_NOT_OURS_HINT,
+    )
 
 
 def _run(cmd: Command) -> subprocess.CompletedProcess[str]:
@@ -259,20 +316,28 @@ class SlurmBackend:
             }
         )
 
-    def poll(self, manifest: RunManifest) -> JobState:
-        """Poll ``squeue`` while queued or running, then ``sacct`` and ray.sub's ENDED marker."""
+    def _queued(self, manifest: RunManifest) -> dict[str, SlurmJob]:
+        """The run's jobs squeue still lists (queued, running, completing), each proven ours."""
         ids = _jobs(manifest, manifest.job_ids)
         proc = _run(
             command(
-                "squeue --noheader --format=%i|%T --jobs={ids}",
+                "squeue --noheader --format={format} --jobs={ids}",
+                format=SQUEUE_FORMAT,
                 ids=",".join(ids),
                 error=LaunchError,
             )
         )
         if proc.returncode != 0 and "invalid job id" not in proc.stderr.lower():
             raise InfraError(f"squeue failed: {proc.stderr.strip()}")
-        queued = parse_squeue(proc.stdout) if proc.returncode == 0 else {}
-        states = [queued[i] for i in ids if i in queued]
+        listed = parse_squeue(proc.stdout) if proc.returncode == 0 else {}
+        queued = {i: listed[i] for i in ids if i in listed}
+        for job_id, job in queued.items():
+            _check_ours(manifest, job_id, job)
+        return queued
+
+    def poll(self, manifest: RunManifest) -> JobState:
+        """Poll ``squeue`` while queued or running, then ``sacct`` and ray.sub's ENDED marker."""
+        states = [job.state for job in self._queued(manifest).values()]
         if states:
             running = any(s in _ACTIVE for s in states)
             return JobState(Phase.RUNNING if running else Phase.PENDING, message=",".join(states))
@@ -283,26 +348,30 @@ class SlurmBackend:
         ended = [p for p in self._job_log_dirs(manifest, last) if (p / "ENDED").exists()]
         acct = _run(
             command(
-                "sacct --noheader --parsable2 --allocations "
-                "--format=JobIDRaw,State,ExitCode,Start,End --jobs={job}",
+                "sacct --noheader --parsable2 --allocations --format={fields} --jobs={job}",
+                fields=SACCT_FIELDS,
                 job=last,
                 error=LaunchError,
             )
         )
         record = parse_sacct(acct.stdout).get(last) if acct.returncode == 0 else None
+        if record is not None:  # Slurm's record of a job decides only if it is the run's
+            _check_ours(manifest, last, record)
         if ended:
             return JobState(
                 Phase.FAILED,
-                exit_status=record[1] if record else None,
+                exit_status=record.exit_status if record else None,
                 message=f"ray.sub wrote {ended[0] / 'ENDED'}: a node or srun failed",
             )
         if record is None:
             why = acct.stderr.strip() or f"job {last} not in sacct"
             return JobState(Phase.UNKNOWN, message=f"no Slurm accounting record ({why})")
-        state, code, start, end = record
+        state, code = record.state, record.exit_status
         phase = Phase.SUCCEEDED if state == "COMPLETED" and code == 0 else Phase.FAILED
         message = "" if phase is Phase.SUCCEEDED else f"job {last} ended {state} (exit {code})"
-        return JobState(phase, exit_status=code, message=message, started_at=start, ended_at=end)
+        return JobState(
+            phase, exit_status=code, message=message, started_at=record.start, ended_at=record.end
+        )
 
     @staticmethod
     def _job_log_dirs(manifest: RunManifest, job_id: str) -> list[Path]:
@@ -314,8 +383,15 @@ class SlurmBackend:
         """Nothing to do: ray.sub writes the logs into the run directory."""
 
     def cancel(self, manifest: RunManifest) -> str:
-        """``scancel`` every job of the chain (the later ones wait on the stalled one)."""
-        cmd = command("scancel -- {ids}", ids=_jobs(manifest, manifest.job_ids), error=LaunchError)
+        """``scancel`` every job of the chain still queued or running (later ones wait on it).
+
+        Only jobs squeue lists with the run's work directory and name (:func:`_check_ours`;
+        else LaunchError, nothing cancelled); a job it no longer lists has ended.
+        """
+        queued = list(self._queued(manifest))
+        if not queued:
+            return "no job of the chain was still queued or running"
+        cmd = command("scancel -- {ids}", ids=queued, error=LaunchError)
         proc = _run(cmd)
         if proc.returncode != 0:
             raise InfraError(f"{cmd} failed: {proc.stderr.strip()}")

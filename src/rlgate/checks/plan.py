@@ -80,11 +80,13 @@ class GatePlan:
         return [c for c in self.checks if c.tier is tier]
 
 
-def plan_gate(gate: GateSpec, ctx: RunContext) -> GatePlan:
+def plan_gate(gate: GateSpec, ctx: RunContext, *, require_gates: bool = True) -> GatePlan:
     """Every check the gate block declares: each registered kind's, in the kinds' order.
 
     A kind plans when the block has its section. ``gate`` is validated with the kinds'
     schema first unless it already was (``Recipe.gate`` from ``registry.load_recipe``).
+    ``require_gates=False`` plans a recipe that declares none (a functional-only recipe the
+    report states facts from) instead of refusing it.
     """
     gate = parse_gate(gate, recipe=ctx.recipe)
     checks: list[PlannedCheck] = []
@@ -94,7 +96,8 @@ def plan_gate(gate: GateSpec, ctx: RunContext) -> GatePlan:
         if spec is not None:
             checks += kind.plan(spec, ctx)
             inputs = inputs.merged(kind.inputs(spec))
-    _require_gates(gate, ctx.recipe, checks)
+    if require_gates:
+        _require_gates(gate, ctx.recipe, checks)
     return GatePlan(ctx.recipe, gate, ctx, tuple(checks), inputs)
 
 

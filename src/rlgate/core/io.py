@@ -2,9 +2,9 @@
 
 Invariants: every JSON document rlgate writes carries ``schema_version``; files
 are written to a temporary sibling and ``os.replace``d into place, so a crash
-never leaves a half-written report; an output never lands on an input
-(:class:`OutputGuard`: the inputs a command was given or read, the outputs it was asked
-for, one rule between them).
+never leaves a half-written report; a new file's mode is ``0666`` less the umask, as
+``open`` would make it; an output never lands on an input (:class:`OutputGuard`: the
+inputs a command was given or read, the outputs it was asked for, one rule between them).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import contextlib
 import json
 import math
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -333,6 +333,22 @@ def _guard_write(out: Path, inputs: Iterable[str | os.PathLike[str]]) -> None:
         guard.check_write(out)
 
 
+def _new_sibling(out: Path) -> tuple[int, Path]:
+    """Create a new, empty, hidden file beside ``out``: its descriptor and path.
+
+    Its mode is ``0666`` less the process's umask (and the folder's default ACL), as
+    ``open(out, "w")`` would create ``out`` itself; ``mkstemp``'s ``0600`` would make
+    every report unreadable to the team on shared storage.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        tmp = out.parent / f".{out.name}.{secrets.token_hex(6)}"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
 def write_bytes_atomic(
     path: str | os.PathLike[str],
     data: bytes,
@@ -343,6 +359,8 @@ def write_bytes_atomic(
 
     ``inputs`` are refused as :class:`OutputGuard` refuses them (a directory among them is
     a tree), and so is every input of the active guard when ``path`` is a declared output.
+    The file is new (mode ``0666`` less the umask; a file it replaces keeps neither its mode
+    nor its owner) and renamed into place.
     """
     out = Path(path)
     _guard_write(out, inputs)
@@ -352,7 +370,7 @@ def write_bytes_atomic(
         )
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+        fd, tmp = _new_sibling(out)
     except OSError as exc:
         raise RlgateError(f"cannot write {out}: {exc.strerror or exc}") from exc
     try:
@@ -360,10 +378,10 @@ def write_bytes_atomic(
             fh.write(data)
         os.replace(tmp, out)  # replaces a symlink at ``out`` itself, never its target
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise RlgateError(f"cannot write {out}: {exc.strerror or exc}") from exc
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     guard = _GUARD.get()
     if guard is not None:

@@ -474,3 +474,117 @@ def test_a_command_without_outputs_opens_no_guard(tmp_path) -> None:
     args = argparse.Namespace(command="budget", nightly=str(tmp_path / "n.yaml"), cap=None)
     with outputs.guarded(build_parser(), args) as guard:
         assert guard is None
+
+
+# --- outputs that are not regular files ----------------------------------------------------------
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root")
+
+
+def _char_device(path: Path) -> Path:
+    """A node for the kernel's null device (1, 3), as /dev/null is, in a scratch folder."""
+    import stat as st
+
+    os.mknod(path, 0o666 | st.S_IFCHR, os.makedev(1, 3))
+    return path
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _socket(path: Path) -> Path:
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    sock.close()  # the socket file stays
+    return path
+
+
+def _kind(path: Path) -> str:
+    import stat as st
+
+    if path.is_symlink():
+        return f"link -> {os.readlink(path)}"
+    mode = path.stat().st_mode
+    return next(
+        name
+        for name, test in (
+            ("char", st.S_ISCHR),
+            ("fifo", st.S_ISFIFO),
+            ("socket", st.S_ISSOCK),
+            ("file", st.S_ISREG),
+        )
+        if test(mode)
+    )
+
+
+#: name -> (makes the output in a scratch folder, the flag, what the one error line says)
+SPECIAL: dict[str, tuple[Callable[[Path], Path], str, str]] = {
+    "char_device": (lambda d: _char_device(d / "null"), "--json", "it is a character device"),
+    "link_to_char_device": (
+        lambda d: (d / "out.json").symlink_to(_char_device(d / "null")) or d / "out.json",
+        "--json",
+        "it is a character device",
+    ),
+    "proc_fd_link": (  # what /dev/stdout is
+        lambda d: (d / "stdout").symlink_to("/proc/self/fd/1") or d / "stdout",
+        "--junit",
+        "it is in /proc",
+    ),
+    "fifo": (lambda d: _fifo(d / "out.fifo"), "--json", "it is a FIFO"),
+    "socket": (lambda d: _socket(d / "out.sock"), "--junit", "it is a socket"),
+    "in_proc": (lambda d: Path("/proc/self/rlgate-out.json"), "--json", "it is in /proc"),
+}
+ROOT_ONLY = {"char_device", "link_to_char_device"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=[needs_root] if n in ROOT_ONLY else []) for n in SPECIAL],
+)
+def test_an_output_that_is_not_a_regular_file_is_exit_2_and_kept(tmp_path, capsys, name) -> None:
+    """Refused before any work (a rename would replace /dev/null as root, or a FIFO)."""
+    make, flag, says = SPECIAL[name]
+    scratch = tmp_path / "d"
+    scratch.mkdir()
+    out = make(scratch)
+    before = _kind(out) if out.exists() or out.is_symlink() else None
+    made = sorted(p.name for p in scratch.iterdir())
+    argv = _check_run(tmp_path, flag, str(out))
+    capsys.readouterr()
+    code = main(argv)
+    stdout, err = capsys.readouterr()
+    assert code == 2, stdout + err
+    line = _one_line(err)
+    assert says in line and f"{flag} {out}" in line
+    assert (_kind(out) if out.exists() or out.is_symlink() else None) == before
+    assert sorted(p.name for p in scratch.iterdir()) == made  # no temporary sibling either
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("/dev/rlgate-never-written.json", "it is in /dev"),
+        ("/dev/stdout", "it is in /dev"),
+        ("/dev/fd/1", "it is in /proc"),  # /dev/fd -> /proc/self/fd
+        ("/sys/kernel/rlgate.json", "it is in /sys"),
+    ],
+)
+def test_a_system_place_is_refused_when_declared(path, says) -> None:
+    """The guard refuses these at declaration: nothing is ever created in the real /dev."""
+    from rlgate.core.errors import RlgateError
+    from rlgate.core.io import OutputGuard
+
+    with pytest.raises(RlgateError, match="refusing to write --json") as caught:
+        OutputGuard().add_output(path, "--json")
+    assert says in caught.value.message and caught.value.hint
+    assert not Path("/dev/rlgate-never-written.json").exists()
+
+
+def test_a_directory_output_in_proc_is_refused(tmp_path, capsys) -> None:
+    code = main(_report(tmp_path, Path("/proc/self/rlgate-report")))
+    _, err = capsys.readouterr()
+    assert code == 2 and "it is in /proc" in _one_line(err)

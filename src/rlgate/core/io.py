@@ -4,7 +4,8 @@ Invariants: every JSON document rlgate writes carries ``schema_version``; files
 are written to a temporary sibling and ``os.replace``d into place, so a crash
 never leaves a half-written report; a new file's mode is ``0666`` less the umask, as
 ``open`` would make it; an output never lands on an input (:class:`OutputGuard`: the
-inputs a command was given or read, the outputs it was asked for, one rule between them).
+inputs a command was given or read, the outputs it was asked for, one rule between them),
+nor on a device, FIFO, socket or the kernel's files (``/dev``, ``/proc``, ``/sys``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,67 @@ SCHEMA_VERSION = 1
 # --- outputs never land on inputs --------------------------------------------------------------
 
 _KEEP_HINT = "choose an output path outside the inputs; rlgate never overwrites what you gave it"
+_FILE_HINT = (
+    "give the path of a regular file, or of one to create: rlgate writes an output as a new "
+    "file renamed into place, never into a device, FIFO or socket, nor in /dev, /proc or /sys"
+)
+#: The kernel's own file systems: nothing rlgate writes belongs there.
+_KERNEL_TREES = (Path("/proc"), Path("/sys"))
+#: Where the system's device nodes are (``/dev/null``, ``/dev/stdout`` -> ``/proc/self/fd/1``).
+_DEVICE_DIR = Path("/dev")
+_FILE_KINDS = {
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def _system_place(real: Path, *, directory: bool = False) -> str | None:
+    """Why ``real`` (resolved) is a system place no output may be: in /proc or /sys, or /dev's."""
+    for root in _KERNEL_TREES:
+        if real == root or root in real.parents:
+            return f"it is in {root}, the kernel's own files"
+    if real == _DEVICE_DIR or (not directory and real.parent == _DEVICE_DIR):
+        return f"it is in {_DEVICE_DIR}, where the system's devices are"
+    return None
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path`` can never be an output file (a sentence), or None: absent or a regular file.
+
+    Each name on the way counts: the path and every symbolic link it leads through
+    (``out -> /proc/self/fd/1``, ``/dev/stdout``) may not be directly in ``/dev`` nor in
+    ``/proc`` or ``/sys``; what it finally names, if anything, must be a regular file (not
+    a device, FIFO or socket, which a rename would replace: ``/dev/null`` as root).
+    """
+    here = Path(os.path.abspath(path))
+    for _ in range(40):  # Linux's limit on a chain of links
+        where = _real(here.parent) / here.name
+        why = _system_place(where)
+        if why is not None:
+            return why
+        if not where.is_symlink():
+            break
+        try:
+            here = Path(os.path.abspath(where.parent / os.readlink(where)))
+        except OSError:
+            break
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None  # nothing there yet (or a dangling link, replaced): a new file
+    if stat.S_ISREG(mode):
+        return None
+    return f"it is {_FILE_KINDS.get(stat.S_IFMT(mode), 'a special file')}, not a regular file"
+
+
+def refuse_special_output(path: str | os.PathLike[str], flag: str = "") -> None:
+    """Refuse an output path that names a device, FIFO, socket or the kernel's files (exit 2)."""
+    why = _not_a_file(Path(path))
+    if why is not None:
+        raise RlgateError(f"refusing to write {_named(flag, path)}: {why}", hint=_FILE_HINT)
 
 
 def _real(path: Path) -> Path:
@@ -267,6 +329,9 @@ def _check_shape(path: Path, flag: str = "", *, directory: bool = False) -> None
     if directory:
         if path.exists() and not path.is_dir():
             raise RlgateError(f"{name} exists and is not a directory")
+        why = _system_place(_real(path), directory=True)
+        if why is not None:
+            raise RlgateError(f"refusing to write {name}: {why}", hint=_FILE_HINT)
         return
     if path.is_dir():
         raise RlgateError(f"{name} is a directory", hint="give the path of a file")
@@ -275,6 +340,7 @@ def _check_shape(path: Path, flag: str = "", *, directory: bool = False) -> None
         parent = parent.parent
     if not parent.is_dir():
         raise RlgateError(f"{name}: {parent} is not a directory")
+    refuse_special_output(path, flag)
 
 
 def _explicit(inputs: Iterable[str | os.PathLike[str]]) -> OutputGuard:
@@ -358,9 +424,10 @@ def write_bytes_atomic(
     """Write ``data`` to ``path`` atomically, never over, through or inside an input.
 
     ``inputs`` are refused as :class:`OutputGuard` refuses them (a directory among them is
-    a tree), and so is every input of the active guard when ``path`` is a declared output.
-    The file is new (mode ``0666`` less the umask; a file it replaces keeps neither its mode
-    nor its owner) and renamed into place.
+    a tree), and so is every input of the active guard when ``path`` is a declared output;
+    so is a path that names a device, FIFO or socket, or lies in ``/dev``, ``/proc`` or
+    ``/sys`` (:func:`refuse_special_output`). The file is new (mode ``0666`` less the
+    umask; a file it replaces keeps neither its mode nor its owner) and renamed into place.
     """
     out = Path(path)
     _guard_write(out, inputs)
@@ -368,6 +435,7 @@ def write_bytes_atomic(
         raise RlgateError(
             f"cannot write {out}: it is a directory", hint="give a file path for this output"
         )
+    refuse_special_output(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = _new_sibling(out)

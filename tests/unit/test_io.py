@@ -315,3 +315,48 @@ class TestModes:
             "gate.json": 0o640,
             "gate.xml": 0o640,
         }
+
+
+class TestRemoveTree:
+    """A directory rlgate deletes is checked against the command's inputs first."""
+
+    def test_a_tree_holding_an_input_is_kept(self, tmp_path) -> None:
+        from rlgate.core.io import output_guard, remove_tree
+
+        tree = tmp_path / "generated"
+        (tree / "tok" / "m").mkdir(parents=True)
+        (tree / "tok" / "m" / "tokenizer.json").write_text("{}")
+        with output_guard() as guard:
+            guard.add_input(tree / "tok" / "m", "a tokenizer of --tokenizers", tree=True)
+            with pytest.raises(
+                RlgateError, match=r"refusing to delete the folder .*: it holds the"
+            ):
+                remove_tree(tree, what="the folder")
+        assert (tree / "tok" / "m" / "tokenizer.json").read_text() == "{}"
+
+    def test_a_tree_inside_an_input_is_kept(self, tmp_path) -> None:
+        from rlgate.core.io import remove_tree
+
+        (tmp_path / "run" / "sub").mkdir(parents=True)
+        with pytest.raises(RlgateError, match="inside the input directory"):
+            remove_tree(tmp_path / "run" / "sub", what="x", inputs=[tmp_path / "run"])
+        assert (tmp_path / "run" / "sub").is_dir()
+
+    def test_a_link_is_never_deleted_through(self, tmp_path) -> None:
+        from rlgate.core.io import remove_tree
+
+        (tmp_path / "real").mkdir()
+        (tmp_path / "real" / "f").write_text("kept")
+        (tmp_path / "link").symlink_to(tmp_path / "real", target_is_directory=True)
+        with pytest.raises(RlgateError, match="symbolic link"):
+            remove_tree(tmp_path / "link", what="x")
+        assert (tmp_path / "real" / "f").read_text() == "kept"
+
+    def test_a_tree_with_no_input_in_it_is_deleted(self, tmp_path) -> None:
+        from rlgate.core.io import output_guard, remove_tree
+
+        (tmp_path / "gen" / "a").mkdir(parents=True)
+        with output_guard() as guard:
+            guard.add_input(tmp_path / "elsewhere", "--run", tree=True)
+            remove_tree(tmp_path / "gen", what="x")
+        assert not (tmp_path / "gen").exists()

@@ -5,7 +5,8 @@ are written to a temporary sibling and ``os.replace``d into place, so a crash
 never leaves a half-written report; a new file's mode is ``0666`` less the umask, as
 ``open`` would make it; an output never lands on an input (:class:`OutputGuard`: the
 inputs a command was given or read, the outputs it was asked for, one rule between them),
-nor on a device, FIFO, socket or the kernel's files (``/dev``, ``/proc``, ``/sys``).
+nor on a device, FIFO, socket or the kernel's files (``/dev``, ``/proc``, ``/sys``); a
+directory is deleted only after the guard says no input lies in it (:func:`remove_tree`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import math
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
@@ -390,6 +392,37 @@ def input_within(
         if found is not None:
             return found
     return None
+
+
+def remove_tree(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+) -> None:
+    """Delete the directory ``path`` (``what`` it is, for the message) that rlgate made.
+
+    Refused (exit 2, nothing deleted) when ``path`` is a symbolic link, is or lies inside an
+    input, or holds one: an input of ``inputs`` or of the active guard at or under it (a
+    tokenizer root given inside an earlier demo's folder). Every directory rlgate deletes
+    goes through here.
+    """
+    folder = Path(path)
+    if folder.is_symlink():
+        raise RlgateError(
+            f"refusing to delete {what} {folder}: it is a symbolic link",
+            hint="remove the link yourself; rlgate never deletes through a link",
+        )
+    why = output_conflict(folder, directory=True, inputs=inputs)
+    held = input_within(folder, inputs)
+    if why is not None or held is not None:
+        reason = why or f"it holds the input {held}"
+        raise RlgateError(
+            f"refusing to delete {what} {folder}: {reason}",
+            hint="move that input out of it, or choose another output folder; rlgate never "
+            "deletes what you gave it",
+        )
+    shutil.rmtree(folder)
 
 
 def _guard_write(out: Path, inputs: Iterable[str | os.PathLike[str]]) -> None:

@@ -216,7 +216,9 @@ def _swe_eval_run_dir_in_dataset(tmp: Path) -> Case:
                 (dataset / "r",))  # fmt: skip
 
 
-def _watch(tmp: Path, out: Callable[[Path], Path], says: str) -> Case:
+def _watch(tmp: Path, out: Callable[[Path], Path], says: str, *, manifest: bool = False) -> Case:
+    from rlgate.launch.manifest import MANIFEST_NAME
+
     from .helpers.launch_fixtures import launch_local, stop_local_run, wait_for
 
     run = launch_local(tmp)
@@ -225,11 +227,24 @@ def _watch(tmp: Path, out: Callable[[Path], Path], says: str) -> Case:
     finally:
         stop_local_run(run)
     log = run / "driver.log"
-    return Case(["watch", str(run), "--interval", "0.2", "--junit", str(out(run))], [log], says)
+    given = run / MANIFEST_NAME if manifest else run  # watch takes either form
+    argv = ["watch", str(given), "--interval", "0.2", "--junit", str(out(run))]
+    return Case(argv, [log, run / MANIFEST_NAME], says)
 
 
 def _watch_driver_log(tmp: Path) -> Case:
     return _watch(tmp, lambda run: run / "driver.log", "inside the input directory")
+
+
+def _watch_manifest_file_driver_log(tmp: Path) -> Case:
+    """``watch RUN/rlgate_manifest.json``: the run directory it describes is an input too."""
+    return _watch(tmp, lambda run: run / "driver.log", "inside the input directory", manifest=True)
+
+
+def _watch_manifest_file_new_file(tmp: Path) -> Case:
+    case = _watch(tmp, lambda run: run / "watch.xml", "inside the input directory", manifest=True)
+    case.absent = (Path(case.argv[-1]),)
+    return case
 
 
 def _watch_linked_log(tmp: Path) -> Case:
@@ -376,6 +391,8 @@ CASES: dict[str, Builder] = {
     "swe_eval-run_dir-in_dataset_dir": _swe_eval_run_dir_in_dataset,
     "watch-junit-driver_log": _watch_driver_log,
     "watch-junit-hard_link_to_driver_log": _watch_linked_log,
+    "watch_manifest_file-junit-driver_log": _watch_manifest_file_driver_log,
+    "watch_manifest_file-junit-new_file_in_run": _watch_manifest_file_new_file,
     "report-out-hard_link_at_report_json": _report_linked_output,
     "report-out-symlink_at_junit_xml": _report_symlinked_output,
     "report-out-in_tokenizer_dir": _report_in_tokenizers,

@@ -12,13 +12,14 @@ directory is deleted only after the guard says no input lies in it (:func:`remov
 from __future__ import annotations
 
 import contextlib
+import enum
 import json
 import math
 import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,6 +168,38 @@ def _named(flag: str, path: str | os.PathLike[str]) -> str:
     return f"{flag} {os.fspath(path)}" if flag else os.fspath(path)
 
 
+class Role(enum.Enum):
+    """What a path option names, for the output guard (the CLI's and the pytest plugin's)."""
+
+    FILE_OUT = "an output file"
+    DIR_OUT = "an output directory: the command writes files inside it"
+    PATH = "an input file or directory (a directory: nothing is written inside it)"
+    RUN = "a run directory from rlgate launch, or its manifest: the run directory is an input"
+    RECIPE = "a config file and every file of its defaults: chain (or a recipe's name)"
+    CONFIGS = "configs and overrides (recipe check): each config as RECIPE"
+    PAIRS = "MODEL=PATH items: each PATH as PATH"
+    CHECKOUT = "a source checkout: the folder itself is an input, not what lies inside it"
+    ROOT = "a folder of input folders (the tokenizer root): each subfolder is an input"
+    DB = "the history database: an input from when cli.history.open_db opens it"
+    PYTEST = "arguments handed to pytest, which checks its own options"
+    NAME = "not a path here (a recipe name, a date)"
+
+    @property
+    def output(self) -> bool:
+        """Names something the command writes."""
+        return self in (Role.FILE_OUT, Role.DIR_OUT)
+
+    @property
+    def path(self) -> bool:
+        """Names a file system path (an input or an output)."""
+        return self not in (Role.PYTEST, Role.NAME)
+
+
+#: A config's ``defaults:`` chain, parents first and the config last
+#: (``rlgate.recipe.load.config_files``, which ``core`` cannot import).
+Chain = Callable[[str], Sequence[str | os.PathLike[str]]]
+
+
 class OutputGuard:
     """The inputs of one command (given or read) and the outputs it was asked to write.
 
@@ -220,6 +253,39 @@ class OutputGuard:
         if check:
             for out in self._outputs:
                 self._refuse(out.flag, out.path, directory=out.directory)
+
+    def add_option(
+        self, role: Role, flag: str, values: Iterable[Any], *, chain: Chain | None = None
+    ) -> None:
+        """Add the inputs one option names, as ``role`` says, refused at once against the outputs.
+
+        ``RECIPE``: the config and every file of its ``defaults:`` chain (``chain``);
+        ``ROOT``: each subfolder is an input directory, the root itself an input;
+        ``CHECKOUT``: the folder only; ``PAIRS``: the path after ``MODEL=``; ``RUN``: the run
+        directory (a manifest file's folder: the manifest may only describe the directory it
+        is in) and everything in it. Outputs, ``DB`` (an input when opened), ``CONFIGS``
+        (split by the CLI first) and non-paths add nothing here.
+        """
+        if role.output or not role.path or role in (Role.DB, Role.CONFIGS):
+            return
+        for value in values:
+            if role is Role.PAIRS:
+                value = str(value).partition("=")[2] or value
+            given = Path(value)
+            if role is Role.RECIPE:
+                if chain is None:
+                    raise ValueError("a RECIPE option needs the defaults chain resolver")
+                *parents, _ = chain(str(value)) or [given]
+                for parent in parents:
+                    self.add_input(parent, f"defaults chain of {value}", check=True)
+            elif role is Role.ROOT:
+                with contextlib.suppress(OSError):
+                    for sub in sorted(p for p in given.iterdir() if p.is_dir()):
+                        self.add_input(sub, f"a tokenizer of {flag}", tree=True, check=True)
+            elif role is Role.RUN and given.is_file():
+                self.add_input(given.parent, f"the run directory of {flag}", tree=True, check=True)
+            tree = False if role in (Role.ROOT, Role.CHECKOUT) else None
+            self.add_input(value, flag, tree=tree, check=True)
 
     def conflict(self, path: str | os.PathLike[str], *, directory: bool = False) -> str | None:
         """Why writing ``path`` would harm an input (a sentence), or None."""

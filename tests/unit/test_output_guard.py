@@ -605,3 +605,178 @@ def test_a_directory_output_in_proc_is_refused(tmp_path, capsys) -> None:
     code = main(_report(tmp_path, Path("/proc/self/rlgate-report")))
     _, err = capsys.readouterr()
     assert code == 2 and "it is in /proc" in _one_line(err)
+
+
+# --- the pytest plugin's outputs: --rlgate-json and pytest's --junitxml --------------------------
+
+TIERS = Path(__file__).resolve().parents[1]  # tests/: the real tier modules are copied
+
+
+def _tier_tree(tmp: Path) -> Path:
+    """A scratch tree: the real convergence tier, and a corpus run, band, baseline, recipe chain.
+
+    ``c/child.yaml``'s ``defaults:`` is ``c/parent.yaml`` (the corpus recipe, whose
+    ``rlgate.band.runs`` glob finds ``c/band/seed_*``).
+    """
+    src = corpus()
+    c = tmp / "c"
+    shutil.copytree(src.runs[Fault.HEALTHY], c / "runs" / "healthy")
+    for run in src.band_runs:
+        shutil.copytree(run, c / "band" / run.name)
+    shutil.copytree(src.baseline, c / "baseline")
+    shutil.copy(src.recipe, c / "parent.yaml")
+    (c / "child.yaml").write_text("defaults: parent.yaml\n")
+    shutil.copy(src.rollouts["healthy"], c / "rollouts.jsonl")
+    (c / "swe").mkdir()
+    (c / "swe" / "results.json").write_text("{}")
+    shutil.copytree(TIERS / "convergence", tmp / "tests" / "convergence",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    (tmp / "pytest.ini").write_text("[pytest]\nstrict = true\n")
+    tokenizer_root(tmp)
+    return tmp
+
+
+def _tier(root: Path, *args: str, rlgate_run: bool = False) -> tuple[int, str]:
+    import subprocess
+    import sys
+
+    head = ["-m", "rlgate.cli", "run", "convergence"] if rlgate_run else ["-m", "pytest"]
+    proc = subprocess.run(
+        [sys.executable, *head, "-q", "-p", "no:cacheprovider", "-p", "rlgate.pytest_plugin",
+         "tests/convergence", "--rlgate-run-dir", "c/runs/healthy", *args],
+        cwd=root, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _band_event(root: Path) -> Path:
+    return event_file(root / "c" / "band" / "seed_0")
+
+
+CHILD = ("--rlgate-recipe", "c/child.yaml")
+#: name -> (the arguments after --rlgate-run-dir, given the tree; what the one error line says)
+PLUGIN: dict[str, tuple[Callable[[Path], list[str]], str]] = {
+    "rlgate_json-defaults_chain": (
+        lambda r: [*CHILD, "--rlgate-json", "c/parent.yaml"],
+        "one of the inputs (defaults chain of c/child.yaml",
+    ),
+    "rlgate_json-band_run_of_recipe_glob": (
+        lambda r: [*CHILD, "--rlgate-json", str(_band_event(r))],
+        "inside the input directory",
+    ),
+    "rlgate_json-given_band_run": (
+        lambda r: [
+            *CHILD,
+            "--rlgate-band-run",
+            "c/band/seed_1",
+            "--rlgate-json",
+            "c/band/seed_1/gate.json",
+        ],
+        "inside the input directory c/band/seed_1 (--rlgate-band-run)",
+    ),
+    "junitxml-recipe": (
+        lambda r: [*CHILD, "--junitxml", "c/child.yaml"],
+        "one of the inputs (--rlgate-recipe: c/child.yaml)",
+    ),
+    "junitxml-in_run_dir": (
+        lambda r: [*CHILD, "--junitxml", "c/runs/healthy/tier.xml"],
+        "inside the input directory c/runs/healthy (--rlgate-run-dir)",
+    ),
+    "rlgate_json-in_baseline": (
+        lambda r: [
+            *CHILD,
+            "--rlgate-baseline",
+            "c/baseline",
+            "--rlgate-json",
+            "c/baseline/gate.json",
+        ],
+        "inside the input directory c/baseline (--rlgate-baseline)",
+    ),
+    "junitxml-hard_link_to_rollouts": (
+        lambda r: [
+            *CHILD,
+            "--rlgate-rollouts",
+            "c/rollouts.jsonl",
+            "--junitxml",
+            str(hard_link(r / "c" / "rollouts.jsonl", r / "t.xml")),
+        ],
+        "hard link to one of the inputs (--rlgate-rollouts",
+    ),
+    "junitxml-in_swe_results": (
+        lambda r: ["--rlgate-swe-before", "c/swe", "--junitxml", "c/swe/tier.xml"],
+        "inside the input directory c/swe (--rlgate-swe-before)",
+    ),
+    "rlgate_json-in_tokenizer": (
+        lambda r: [
+            *CHILD,
+            "--rlgate-tokenizers",
+            "tok",
+            "--rlgate-json",
+            "tok/qwen3.5-35b-a3b/gate.json",
+        ],
+        "inside the input directory tok/qwen3.5-35b-a3b (a tokenizer of --rlgate-tokenizers)",
+    ),
+    "both-same_file": (
+        lambda r: [
+            *CHILD,
+            "--rlgate-json",
+            "o.xml",
+            "--junitxml",
+            "o.xml",
+        ],
+        "--rlgate-json and --junitxml name the same file",
+    ),
+    "junitxml-fifo": (
+        lambda r: [*CHILD, "--junitxml", str(_fifo(r / "out.fifo"))],
+        "it is a FIFO",
+    ),
+}
+
+
+def _snapshot(root: Path) -> dict[Path, bytes | str]:
+    """Every file under ``root`` -> its bytes (a FIFO or socket: its kind)."""
+    found: dict[Path, bytes | str] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            if not path.is_dir():
+                found[path] = _kind(path)
+            continue
+        found[path] = path.read_bytes()
+    return found
+
+
+class TestPytestPlugin:
+    """The plugin's outputs are the CLI's: one guard, every input, before any test runs."""
+
+    @pytest.mark.parametrize("name", list(PLUGIN))
+    def test_an_output_on_an_input_is_a_usage_error_and_nothing_runs(self, tmp_path, name) -> None:
+        root = _tier_tree(tmp_path)
+        args, says = PLUGIN[name]
+        argv = args(root)
+        kept = _snapshot(root / "c") | _snapshot(root / "tok")
+        code, out = _tier(root, *argv)
+        assert code == pytest.ExitCode.USAGE_ERROR, out
+        errors = [line for line in out.splitlines() if line.startswith("ERROR: ")]
+        assert len(errors) == 1 and errors[0].startswith("ERROR: rlgate: "), out
+        assert says in errors[0], out
+        assert "passed" not in out and "error" not in out.replace("ERROR", ""), out
+        assert _snapshot(root / "c") | _snapshot(root / "tok") == kept
+
+    def test_rlgate_run_exits_2(self, tmp_path) -> None:
+        root = _tier_tree(tmp_path)
+        recipe = (root / "c" / "child.yaml").read_bytes()
+        code, out = _tier(root, "--rlgate-recipe", "c/child.yaml", "--junitxml", "c/child.yaml",
+                          rlgate_run=True)  # fmt: skip
+        assert code == 2, out
+        assert "ERROR: rlgate: refusing to write --junitxml c/child.yaml" in out
+        assert (root / "c" / "child.yaml").read_bytes() == recipe
+
+    def test_outputs_elsewhere_are_written(self, tmp_path) -> None:
+        root = _tier_tree(tmp_path)
+        code, out = _tier(root, "--rlgate-recipe", "c/child.yaml", "--rlgate-json", "out/gate.json",
+                          "--junitxml", "out/tier.xml")  # fmt: skip
+        assert code == 0, out
+        doc = json.loads((root / "out" / "gate.json").read_text())
+        assert doc["schema_version"] == 1 and doc["passed"] is True and doc["checks"], doc.keys()
+        assert (root / "out" / "tier.xml").read_text().startswith("<?xml")

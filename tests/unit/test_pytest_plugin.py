@@ -208,6 +208,24 @@ class TestOneDefinition:
                 assert action.type is option.type, where
                 assert action.metavar == option.metavar, where
 
+    def test_every_shared_option_names_for_the_output_guard_what_the_cli_says(self) -> None:
+        """The plugin's guard declares each option as the CLI's table does (one rule)."""
+        from rlgate.cli import outputs
+
+        actions = _cli_actions()
+        for option in PLUGIN_OPTIONS:
+            for command in SHARED.get(option.name, ()):
+                dest = actions[command][option.cli_flag].dest
+                assert outputs.role(command, dest) is option.role, (command, option.name)
+
+    def test_every_path_option_of_the_plugin_is_an_input_of_its_guard(self) -> None:
+        from rlgate.core.io import Role
+
+        for option in PLUGIN_OPTIONS:
+            if option.path:
+                assert option.role.path and not option.role.output, option.name
+        assert options.JSON.role is Role.FILE_OUT and options.TOKENIZERS.role is Role.ROOT
+
     def test_bench_rollouts_baseline_is_another_option(self) -> None:
         """`bench rollout --baseline` is a stored benchmark baseline, not a run: not shared."""
         action = _cli_actions()["bench rollout"]["--baseline"]

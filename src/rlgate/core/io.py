@@ -372,9 +372,12 @@ _GUARD: ContextVar[OutputGuard | None] = ContextVar("rlgate_output_guard", defau
 
 
 @contextlib.contextmanager
-def output_guard() -> Iterator[OutputGuard]:
-    """Make a fresh :class:`OutputGuard` the current one while inside (one per command)."""
-    guard = OutputGuard()
+def output_guard(guard: OutputGuard | None = None) -> Iterator[OutputGuard]:
+    """Make ``guard`` (default: a fresh one) the current :class:`OutputGuard` while inside.
+
+    One per command (the CLI's, or the pytest plugin's for its session's writes).
+    """
+    guard = OutputGuard() if guard is None else guard
     token = _GUARD.set(guard)
     try:
         yield guard

@@ -247,6 +247,20 @@ def _watch_manifest_file_new_file(tmp: Path) -> Case:
     return case
 
 
+def _watch_linked_log_dir(tmp: Path) -> Case:
+    """The manifest's log_dir is a link to a folder elsewhere: that folder is an input too."""
+    case = _watch(tmp, lambda run: run / "unused.xml", "inside the input directory")
+    run = Path(case.argv[1])
+    elsewhere = tmp / "shared-logs"
+    (run / "logs").rename(elsewhere)
+    (run / "logs").symlink_to(elsewhere, target_is_directory=True)
+    out = elsewhere / "watch.xml"
+    case.argv[-1] = str(out)
+    case.keep = [*case.keep, *sorted(p for p in elsewhere.rglob("*") if p.is_file())]
+    case.absent = (out,)
+    return case
+
+
 def _watch_linked_log(tmp: Path) -> Case:
     return _watch(tmp, lambda run: hard_link(run / "driver.log", tmp / "watch.xml"),
                   "hard link to one of the inputs")  # fmt: skip
@@ -391,6 +405,7 @@ CASES: dict[str, Builder] = {
     "swe_eval-run_dir-in_dataset_dir": _swe_eval_run_dir_in_dataset,
     "watch-junit-driver_log": _watch_driver_log,
     "watch-junit-hard_link_to_driver_log": _watch_linked_log,
+    "watch-junit-in_log_dir_linked_out_of_the_run": _watch_linked_log_dir,
     "watch_manifest_file-junit-driver_log": _watch_manifest_file_driver_log,
     "watch_manifest_file-junit-new_file_in_run": _watch_manifest_file_new_file,
     "report-out-hard_link_at_report_json": _report_linked_output,

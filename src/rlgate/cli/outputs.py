@@ -250,6 +250,34 @@ def _declare_inputs(guard: Any, role_: Role, flag: str, values: Sequence[Any]) -
     if role_ is Role.RECIPE:
         from rlgate.recipe.load import config_files as chain  # OmegaConf: only for a recipe
     guard.add_option(role_, flag, values, chain=chain)
+    if role_ is Role.RUN:
+        for value in values:
+            for path, what in _manifest_paths(value):
+                guard.add_input(path, what, check=True)
+
+
+#: The paths a run manifest names, all inside its run directory as written.
+MANIFEST_PATHS = ("log_dir", "checkpoint_dir", "driver_log", "slurm_log_root")
+
+
+def _manifest_paths(run: Any) -> list[tuple[Path, str]]:
+    """What ``run``'s manifest names (its log_dir, ...): inputs, also where a link leads out.
+
+    A manifest that cannot be read adds nothing here: the command reports it for that run.
+    """
+    from rlgate.core.errors import RlgateError
+    from rlgate.launch.manifest import load_manifest
+
+    try:
+        manifest = load_manifest(run)
+    except RlgateError:
+        return []
+    root = Path(manifest.run_dir)
+    return [
+        (root / value, f"{key} of the run manifest of {run}")
+        for key in MANIFEST_PATHS
+        if (value := getattr(manifest, key))
+    ]
 
 
 @contextlib.contextmanager

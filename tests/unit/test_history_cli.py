@@ -316,6 +316,49 @@ class TestUntrustedInput:
         with open_store(db) as store:
             assert store.runs() == []
 
+    @pytest.mark.parametrize("suffix", ["", "-wal", "-shm", "-journal"])
+    @pytest.mark.parametrize("action", ["record", "show"])
+    def test_a_database_file_with_another_name_is_exit_two_and_left_alone(
+        self, checked, tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix, action
+    ) -> None:
+        """A hard link is refused as SQLite refuses a symbolic link: it would write through it.
+
+        Regression story: a ``-wal`` hard-linked to another file was overwritten with the
+        log of the next ``history record`` (the output guard knew it as an input, but SQLite
+        itself writes there).
+        """
+        db = tmp_path / "h.db"
+        record = ["history", "record", "--db", str(db), "--junit", str(checked["junit1"]),
+                  "--recipe", RECIPE_NAME]  # fmt: skip
+        assert run([*record, "--run-id", "first"], capsys)[0] == 0
+        other = tmp_path / "other.txt"
+        if suffix:
+            other.write_bytes(b"precious\n" * 1000)
+            os.link(other, f"{db}{suffix}")
+        else:
+            os.link(db, other)  # a second name of the database itself
+        kept = {p: p.read_bytes() for p in (db, other)}
+        argv = [*record, "--run-id", "second"] if action == "record" else [
+            "history", "show", RECIPE_NAME, "--db", str(db)]  # fmt: skip
+        code, out, err = run(argv, capsys)
+        assert code == 2, out + err
+        line = one_error(err)
+        assert f"{db}{suffix}" in line and "2 names (hard links)" in line, err
+        assert {p: p.read_bytes() for p in (db, other)} == kept
+        assert Path(f"{db}{suffix}").exists() and not out
+
+    def test_a_companion_that_is_a_symbolic_link_is_named(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        db = tmp_path / "h.db"
+        with open_store(db):
+            pass
+        (tmp_path / "other.txt").write_text("kept\n")
+        Path(f"{db}-wal").symlink_to(tmp_path / "other.txt")
+        code, _, err = run(["history", "flaky", "--db", str(db)], capsys)
+        assert code == 2 and f"{db}-wal is a symbolic link (to " in one_error(err)
+        assert (tmp_path / "other.txt").read_text() == "kept\n"
+
     def test_export_never_writes_over_the_database(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

@@ -1,14 +1,17 @@
 """``history export``: CSV a spreadsheet cannot run, values that stay what they are.
 
 Runs recorded by rlgate whose text starts like a formula (``=``, ``+``, ``-``, ``@``, tab,
-carriage return: rlgate accepts such names), with negative measured values. The CSV is read
-back with Python's ``csv`` module and pyarrow's reader: every text cell that started like a
-formula starts with ``'``, numbers are numbers; Parquet keeps every value as recorded.
+carriage return: rlgate accepts such names), with negative measured values, or holds
+terminal controls (ESC, C1, NUL, bidi). The CSV is read back with Python's ``csv`` module and
+pyarrow's reader: controls are escaped as ``\x1b`` (reversibly), every text cell that still
+starts like a formula starts with ``'``, numbers are numbers; Parquet keeps every value as
+recorded.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -65,7 +68,7 @@ def test_csv_export_neutralises_formulas_and_keeps_numbers(
             assert (mine["name"], mine["message"], mine["bound"]) == (
                 f"'{FORMULAS[0]}",
                 f"'{FORMULAS[4]}",
-                f"'{FORMULAS[5]}",
+                "\\x0d=1+1",  # a carriage return is a control: escaped, then not a formula
             )
             assert (mine["value"], mine["threshold"]) == ("-1.5", "-2")  # numbers, unprefixed
             typed = pa_csv.read_csv(out).to_pylist()
@@ -90,3 +93,57 @@ def test_parquet_export_keeps_every_value_as_it_is(formula_db: str, tmp_path: Pa
     assert table.schema.field("value").type == pa.float64()
     assert table.schema.field("position").type == pa.int64()
     assert table.schema.field("recorded_at").type == pa.timestamp("us", tz="UTC")
+
+
+#: Text that drives a terminal when a CSV is ``cat``-ed: an OSC 8 hyperlink, a C1 CSI
+#: (U+009B), a bidi override, NUL and BEL; and a backslash that reads like an escape.
+CONTROLS = ("\x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\ \x9b31mred \u202ebidi "
+            "\x00nul \x07bel C:\\x1b")  # fmt: skip
+
+
+@pytest.fixture
+def control_db(tmp_path: Path) -> str:
+    """A run whose checks' text holds terminal controls (rlgate records them as they are)."""
+    db = str(tmp_path / "c.db")
+    with open_store(db) as store:
+        store.record(
+            make_context(run_id="r1", recipe="rec", nightly_id="n1", branch="main"),
+            [Result(name="check\x1b[2J", tier=Tier.PERF, status="fail", value=1.0,
+                    message=CONTROLS, bound="\r\x9b2J=1")],
+            {"train/\x1b[1mreward": [(1, 0.5)]},
+        )  # fmt: skip
+    return db
+
+
+_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def test_csv_export_escapes_terminal_controls_reversibly(
+    control_db: str, tmp_path: Path, capsys
+) -> None:
+    """``cat results.csv`` shows the controls as ``\\x1b``; unescape_controls gives them back."""
+    from rlgate.core.text import escape_controls, unescape_controls
+
+    for table, column, value in (("results", "message", CONTROLS),
+                                 ("results", "name", "check\x1b[2J"),
+                                 ("steps", "tag", "train/\x1b[1mreward")):  # fmt: skip
+        out = tmp_path / f"{table}.csv"
+        code, _, err = run(["history", "export", str(out), "--db", control_db, "--table", table],
+                           capsys)  # fmt: skip
+        assert code == 0, err
+        raw = out.read_text(encoding="utf-8")
+        assert not _RAW.findall(raw), [c for c in _RAW.findall(raw)]
+        with out.open(newline="", encoding="utf-8") as fh:
+            (row,) = list(csv.DictReader(fh))
+        assert row[column] == escape_controls(value)
+        assert unescape_controls(row[column]) == value
+    with (tmp_path / "results.csv").open(newline="", encoding="utf-8") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert row["bound"] == "\\x0d\\x9b2J=1"  # escaped first: no longer starts like a formula
+
+
+def test_parquet_export_keeps_controls_as_recorded(control_db: str, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "r.parquet"
+    assert run(["history", "export", str(out), "--db", control_db], capsys)[0] == 0
+    (row,) = pq.read_table(out).to_pylist()
+    assert row["message"] == CONTROLS and row["bound"] == "\r\x9b2J=1"

@@ -262,3 +262,101 @@ class TestOutputGuard:
         out = make(tmp_path)
         with pytest.raises(RlgateError, match=re.escape(says.format(out))):
             OutputGuard().add_output(out, "--json")
+
+
+@pytest.fixture
+def umask():
+    """Set the process's umask for one test (restored after)."""
+    saved = os.umask(0o022)
+    yield os.umask
+    os.umask(saved)
+
+
+def _mode(path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+class TestModes:
+    """Every file rlgate writes has mode 0666 less the umask (issue 24), as ``open`` makes it.
+
+    Regression story: the atomic writer created its temporary sibling with ``mkstemp``
+    (0600) and renamed it into place, so every report, JUnit and JSON was unreadable to the
+    team on shared storage whatever the umask.
+    """
+
+    @pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664),
+                                                (0o077, 0o600)])  # fmt: skip
+    def test_a_new_file_is_0666_less_the_umask(self, tmp_path, umask, mask, mode) -> None:
+        umask(mask)
+        assert _mode(write_text_atomic(tmp_path / "r.md", "x")) == mode
+        assert _mode(write_json_atomic(tmp_path / "deeper" / "r.json", {})) == mode
+
+    def test_a_replaced_file_gets_the_umask_not_its_old_mode(self, tmp_path, umask) -> None:
+        """Decision: an output is a new file (its old mode, e.g. an older rlgate's 0600, goes)."""
+        umask(0o022)
+        old = tmp_path / "report.json"
+        old.write_text("{}")
+        old.chmod(0o600)
+        write_json_atomic(old, {"x": 1})
+        assert _mode(old) == 0o644 and json.loads(old.read_text())["x"] == 1
+
+    def test_the_commands_outputs_follow_the_umask(self, tmp_path, umask, capsys) -> None:
+        from rlgate.cli.app import main
+        from rlgate.testing.corpus import Fault
+
+        from .helpers.corpus_build import corpus
+
+        umask(0o027)
+        c = corpus()
+        outputs = ["--json", str(tmp_path / "gate.json"), "--junit", str(tmp_path / "gate.xml")]
+        code = main(["check-run", str(c.runs[Fault.HEALTHY]), "--recipe", str(c.recipe), *outputs])
+        assert code == 0, capsys.readouterr()
+        assert {p.name: _mode(p) for p in tmp_path.iterdir()} == {
+            "gate.json": 0o640,
+            "gate.xml": 0o640,
+        }
+
+
+class TestRemoveTree:
+    """A directory rlgate deletes is checked against the command's inputs first."""
+
+    def test_a_tree_holding_an_input_is_kept(self, tmp_path) -> None:
+        from rlgate.core.io import output_guard, remove_tree
+
+        tree = tmp_path / "generated"
+        (tree / "tok" / "m").mkdir(parents=True)
+        (tree / "tok" / "m" / "tokenizer.json").write_text("{}")
+        with output_guard() as guard:
+            guard.add_input(tree / "tok" / "m", "a tokenizer of --tokenizers", tree=True)
+            with pytest.raises(
+                RlgateError, match=r"refusing to delete the folder .*: it holds the"
+            ):
+                remove_tree(tree, what="the folder")
+        assert (tree / "tok" / "m" / "tokenizer.json").read_text() == "{}"
+
+    def test_a_tree_inside_an_input_is_kept(self, tmp_path) -> None:
+        from rlgate.core.io import remove_tree
+
+        (tmp_path / "run" / "sub").mkdir(parents=True)
+        with pytest.raises(RlgateError, match="inside the input directory"):
+            remove_tree(tmp_path / "run" / "sub", what="x", inputs=[tmp_path / "run"])
+        assert (tmp_path / "run" / "sub").is_dir()
+
+    def test_a_link_is_never_deleted_through(self, tmp_path) -> None:
+        from rlgate.core.io import remove_tree
+
+        (tmp_path / "real").mkdir()
+        (tmp_path / "real" / "f").write_text("kept")
+        (tmp_path / "link").symlink_to(tmp_path / "real", target_is_directory=True)
+        with pytest.raises(RlgateError, match="symbolic link"):
+            remove_tree(tmp_path / "link", what="x")
+        assert (tmp_path / "real" / "f").read_text() == "kept"
+
+    def test_a_tree_with_no_input_in_it_is_deleted(self, tmp_path) -> None:
+        from rlgate.core.io import output_guard, remove_tree
+
+        (tmp_path / "gen" / "a").mkdir(parents=True)
+        with output_guard() as guard:
+            guard.add_input(tmp_path / "elsewhere", "--run", tree=True)
+            remove_tree(tmp_path / "gen", what="x")
+        assert not (tmp_path / "gen").exists()

@@ -216,7 +216,9 @@ def _swe_eval_run_dir_in_dataset(tmp: Path) -> Case:
                 (dataset / "r",))  # fmt: skip
 
 
-def _watch(tmp: Path, out: Callable[[Path], Path], says: str) -> Case:
+def _watch(tmp: Path, out: Callable[[Path], Path], says: str, *, manifest: bool = False) -> Case:
+    from rlgate.launch.manifest import MANIFEST_NAME
+
     from .helpers.launch_fixtures import launch_local, stop_local_run, wait_for
 
     run = launch_local(tmp)
@@ -225,11 +227,38 @@ def _watch(tmp: Path, out: Callable[[Path], Path], says: str) -> Case:
     finally:
         stop_local_run(run)
     log = run / "driver.log"
-    return Case(["watch", str(run), "--interval", "0.2", "--junit", str(out(run))], [log], says)
+    given = run / MANIFEST_NAME if manifest else run  # watch takes either form
+    argv = ["watch", str(given), "--interval", "0.2", "--junit", str(out(run))]
+    return Case(argv, [log, run / MANIFEST_NAME], says)
 
 
 def _watch_driver_log(tmp: Path) -> Case:
     return _watch(tmp, lambda run: run / "driver.log", "inside the input directory")
+
+
+def _watch_manifest_file_driver_log(tmp: Path) -> Case:
+    """``watch RUN/rlgate_manifest.json``: the run directory it describes is an input too."""
+    return _watch(tmp, lambda run: run / "driver.log", "inside the input directory", manifest=True)
+
+
+def _watch_manifest_file_new_file(tmp: Path) -> Case:
+    case = _watch(tmp, lambda run: run / "watch.xml", "inside the input directory", manifest=True)
+    case.absent = (Path(case.argv[-1]),)
+    return case
+
+
+def _watch_linked_log_dir(tmp: Path) -> Case:
+    """The manifest's log_dir is a link to a folder elsewhere: that folder is an input too."""
+    case = _watch(tmp, lambda run: run / "unused.xml", "inside the input directory")
+    run = Path(case.argv[1])
+    elsewhere = tmp / "shared-logs"
+    (run / "logs").rename(elsewhere)
+    (run / "logs").symlink_to(elsewhere, target_is_directory=True)
+    out = elsewhere / "watch.xml"
+    case.argv[-1] = str(out)
+    case.keep = [*case.keep, *sorted(p for p in elsewhere.rglob("*") if p.is_file())]
+    case.absent = (out,)
+    return case
 
 
 def _watch_linked_log(tmp: Path) -> Case:
@@ -376,6 +405,9 @@ CASES: dict[str, Builder] = {
     "swe_eval-run_dir-in_dataset_dir": _swe_eval_run_dir_in_dataset,
     "watch-junit-driver_log": _watch_driver_log,
     "watch-junit-hard_link_to_driver_log": _watch_linked_log,
+    "watch-junit-in_log_dir_linked_out_of_the_run": _watch_linked_log_dir,
+    "watch_manifest_file-junit-driver_log": _watch_manifest_file_driver_log,
+    "watch_manifest_file-junit-new_file_in_run": _watch_manifest_file_new_file,
     "report-out-hard_link_at_report_json": _report_linked_output,
     "report-out-symlink_at_junit_xml": _report_symlinked_output,
     "report-out-in_tokenizer_dir": _report_in_tokenizers,
@@ -474,3 +506,292 @@ def test_a_command_without_outputs_opens_no_guard(tmp_path) -> None:
     args = argparse.Namespace(command="budget", nightly=str(tmp_path / "n.yaml"), cap=None)
     with outputs.guarded(build_parser(), args) as guard:
         assert guard is None
+
+
+# --- outputs that are not regular files ----------------------------------------------------------
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root")
+
+
+def _char_device(path: Path) -> Path:
+    """A node for the kernel's null device (1, 3), as /dev/null is, in a scratch folder."""
+    import stat as st
+
+    os.mknod(path, 0o666 | st.S_IFCHR, os.makedev(1, 3))
+    return path
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _socket(path: Path) -> Path:
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    sock.close()  # the socket file stays
+    return path
+
+
+def _kind(path: Path) -> str:
+    import stat as st
+
+    if path.is_symlink():
+        return f"link -> {os.readlink(path)}"
+    mode = path.stat().st_mode
+    return next(
+        name
+        for name, test in (
+            ("char", st.S_ISCHR),
+            ("fifo", st.S_ISFIFO),
+            ("socket", st.S_ISSOCK),
+            ("file", st.S_ISREG),
+        )
+        if test(mode)
+    )
+
+
+#: name -> (makes the output in a scratch folder, the flag, what the one error line says)
+SPECIAL: dict[str, tuple[Callable[[Path], Path], str, str]] = {
+    "char_device": (lambda d: _char_device(d / "null"), "--json", "it is a character device"),
+    "link_to_char_device": (
+        lambda d: (d / "out.json").symlink_to(_char_device(d / "null")) or d / "out.json",
+        "--json",
+        "it is a character device",
+    ),
+    "proc_fd_link": (  # what /dev/stdout is
+        lambda d: (d / "stdout").symlink_to("/proc/self/fd/1") or d / "stdout",
+        "--junit",
+        "it is in /proc",
+    ),
+    "fifo": (lambda d: _fifo(d / "out.fifo"), "--json", "it is a FIFO"),
+    "socket": (lambda d: _socket(d / "out.sock"), "--junit", "it is a socket"),
+    "in_proc": (lambda d: Path("/proc/self/rlgate-out.json"), "--json", "it is in /proc"),
+}
+ROOT_ONLY = {"char_device", "link_to_char_device"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=[needs_root] if n in ROOT_ONLY else []) for n in SPECIAL],
+)
+def test_an_output_that_is_not_a_regular_file_is_exit_2_and_kept(tmp_path, capsys, name) -> None:
+    """Refused before any work (a rename would replace /dev/null as root, or a FIFO)."""
+    make, flag, says = SPECIAL[name]
+    scratch = tmp_path / "d"
+    scratch.mkdir()
+    out = make(scratch)
+    before = _kind(out) if out.exists() or out.is_symlink() else None
+    made = sorted(p.name for p in scratch.iterdir())
+    argv = _check_run(tmp_path, flag, str(out))
+    capsys.readouterr()
+    code = main(argv)
+    stdout, err = capsys.readouterr()
+    assert code == 2, stdout + err
+    line = _one_line(err)
+    assert says in line and f"{flag} {out}" in line
+    assert (_kind(out) if out.exists() or out.is_symlink() else None) == before
+    assert sorted(p.name for p in scratch.iterdir()) == made  # no temporary sibling either
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("/dev/rlgate-never-written.json", "it is in /dev"),
+        ("/dev/stdout", "it is in /dev"),
+        ("/dev/fd/1", "it is in /proc"),  # /dev/fd -> /proc/self/fd
+        ("/sys/kernel/rlgate.json", "it is in /sys"),
+    ],
+)
+def test_a_system_place_is_refused_when_declared(path, says) -> None:
+    """The guard refuses these at declaration: nothing is ever created in the real /dev."""
+    from rlgate.core.errors import RlgateError
+    from rlgate.core.io import OutputGuard
+
+    with pytest.raises(RlgateError, match="refusing to write --json") as caught:
+        OutputGuard().add_output(path, "--json")
+    assert says in caught.value.message and caught.value.hint
+    assert not Path("/dev/rlgate-never-written.json").exists()
+
+
+def test_a_directory_output_in_proc_is_refused(tmp_path, capsys) -> None:
+    code = main(_report(tmp_path, Path("/proc/self/rlgate-report")))
+    _, err = capsys.readouterr()
+    assert code == 2 and "it is in /proc" in _one_line(err)
+
+
+# --- the pytest plugin's outputs: --rlgate-json and pytest's --junitxml --------------------------
+
+TIERS = Path(__file__).resolve().parents[1]  # tests/: the real tier modules are copied
+
+
+def _tier_tree(tmp: Path) -> Path:
+    """A scratch tree: the real convergence tier, and a corpus run, band, baseline, recipe chain.
+
+    ``c/child.yaml``'s ``defaults:`` is ``c/parent.yaml`` (the corpus recipe, whose
+    ``rlgate.band.runs`` glob finds ``c/band/seed_*``).
+    """
+    src = corpus()
+    c = tmp / "c"
+    shutil.copytree(src.runs[Fault.HEALTHY], c / "runs" / "healthy")
+    for run in src.band_runs:
+        shutil.copytree(run, c / "band" / run.name)
+    shutil.copytree(src.baseline, c / "baseline")
+    shutil.copy(src.recipe, c / "parent.yaml")
+    (c / "child.yaml").write_text("defaults: parent.yaml\n")
+    shutil.copy(src.rollouts["healthy"], c / "rollouts.jsonl")
+    (c / "swe").mkdir()
+    (c / "swe" / "results.json").write_text("{}")
+    shutil.copytree(TIERS / "convergence", tmp / "tests" / "convergence",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    (tmp / "pytest.ini").write_text("[pytest]\nstrict = true\n")
+    tokenizer_root(tmp)
+    return tmp
+
+
+def _tier(root: Path, *args: str, rlgate_run: bool = False) -> tuple[int, str]:
+    import subprocess
+    import sys
+
+    head = ["-m", "rlgate.cli", "run", "convergence"] if rlgate_run else ["-m", "pytest"]
+    proc = subprocess.run(
+        [sys.executable, *head, "-q", "-p", "no:cacheprovider", "-p", "rlgate.pytest_plugin",
+         "tests/convergence", "--rlgate-run-dir", "c/runs/healthy", *args],
+        cwd=root, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _band_event(root: Path) -> Path:
+    return event_file(root / "c" / "band" / "seed_0")
+
+
+CHILD = ("--rlgate-recipe", "c/child.yaml")
+#: name -> (the arguments after --rlgate-run-dir, given the tree; what the one error line says)
+PLUGIN: dict[str, tuple[Callable[[Path], list[str]], str]] = {
+    "rlgate_json-defaults_chain": (
+        lambda r: [*CHILD, "--rlgate-json", "c/parent.yaml"],
+        "one of the inputs (defaults chain of c/child.yaml",
+    ),
+    "rlgate_json-band_run_of_recipe_glob": (
+        lambda r: [*CHILD, "--rlgate-json", str(_band_event(r))],
+        "inside the input directory",
+    ),
+    "rlgate_json-given_band_run": (
+        lambda r: [
+            *CHILD,
+            "--rlgate-band-run",
+            "c/band/seed_1",
+            "--rlgate-json",
+            "c/band/seed_1/gate.json",
+        ],
+        "inside the input directory c/band/seed_1 (--rlgate-band-run)",
+    ),
+    "junitxml-recipe": (
+        lambda r: [*CHILD, "--junitxml", "c/child.yaml"],
+        "one of the inputs (--rlgate-recipe: c/child.yaml)",
+    ),
+    "junitxml-in_run_dir": (
+        lambda r: [*CHILD, "--junitxml", "c/runs/healthy/tier.xml"],
+        "inside the input directory c/runs/healthy (--rlgate-run-dir)",
+    ),
+    "rlgate_json-in_baseline": (
+        lambda r: [
+            *CHILD,
+            "--rlgate-baseline",
+            "c/baseline",
+            "--rlgate-json",
+            "c/baseline/gate.json",
+        ],
+        "inside the input directory c/baseline (--rlgate-baseline)",
+    ),
+    "junitxml-hard_link_to_rollouts": (
+        lambda r: [
+            *CHILD,
+            "--rlgate-rollouts",
+            "c/rollouts.jsonl",
+            "--junitxml",
+            str(hard_link(r / "c" / "rollouts.jsonl", r / "t.xml")),
+        ],
+        "hard link to one of the inputs (--rlgate-rollouts",
+    ),
+    "junitxml-in_swe_results": (
+        lambda r: ["--rlgate-swe-before", "c/swe", "--junitxml", "c/swe/tier.xml"],
+        "inside the input directory c/swe (--rlgate-swe-before)",
+    ),
+    "rlgate_json-in_tokenizer": (
+        lambda r: [
+            *CHILD,
+            "--rlgate-tokenizers",
+            "tok",
+            "--rlgate-json",
+            "tok/qwen3.5-35b-a3b/gate.json",
+        ],
+        "inside the input directory tok/qwen3.5-35b-a3b (a tokenizer of --rlgate-tokenizers)",
+    ),
+    "both-same_file": (
+        lambda r: [
+            *CHILD,
+            "--rlgate-json",
+            "o.xml",
+            "--junitxml",
+            "o.xml",
+        ],
+        "--rlgate-json and --junitxml name the same file",
+    ),
+    "junitxml-fifo": (
+        lambda r: [*CHILD, "--junitxml", str(_fifo(r / "out.fifo"))],
+        "it is a FIFO",
+    ),
+}
+
+
+def _snapshot(root: Path) -> dict[Path, bytes | str]:
+    """Every file under ``root`` -> its bytes (a FIFO or socket: its kind)."""
+    found: dict[Path, bytes | str] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            if not path.is_dir():
+                found[path] = _kind(path)
+            continue
+        found[path] = path.read_bytes()
+    return found
+
+
+class TestPytestPlugin:
+    """The plugin's outputs are the CLI's: one guard, every input, before any test runs."""
+
+    @pytest.mark.parametrize("name", list(PLUGIN))
+    def test_an_output_on_an_input_is_a_usage_error_and_nothing_runs(self, tmp_path, name) -> None:
+        root = _tier_tree(tmp_path)
+        args, says = PLUGIN[name]
+        argv = args(root)
+        kept = _snapshot(root / "c") | _snapshot(root / "tok")
+        code, out = _tier(root, *argv)
+        assert code == pytest.ExitCode.USAGE_ERROR, out
+        errors = [line for line in out.splitlines() if line.startswith("ERROR: ")]
+        assert len(errors) == 1 and errors[0].startswith("ERROR: rlgate: "), out
+        assert says in errors[0], out
+        assert "passed" not in out and "error" not in out.replace("ERROR", ""), out
+        assert _snapshot(root / "c") | _snapshot(root / "tok") == kept
+
+    def test_rlgate_run_exits_2(self, tmp_path) -> None:
+        root = _tier_tree(tmp_path)
+        recipe = (root / "c" / "child.yaml").read_bytes()
+        code, out = _tier(root, "--rlgate-recipe", "c/child.yaml", "--junitxml", "c/child.yaml",
+                          rlgate_run=True)  # fmt: skip
+        assert code == 2, out
+        assert "ERROR: rlgate: refusing to write --junitxml c/child.yaml" in out
+        assert (root / "c" / "child.yaml").read_bytes() == recipe
+
+    def test_outputs_elsewhere_are_written(self, tmp_path) -> None:
+        root = _tier_tree(tmp_path)
+        code, out = _tier(root, "--rlgate-recipe", "c/child.yaml", "--rlgate-json", "out/gate.json",
+                          "--junitxml", "out/tier.xml")  # fmt: skip
+        assert code == 0, out
+        doc = json.loads((root / "out" / "gate.json").read_text())
+        assert doc["schema_version"] == 1 and doc["passed"] is True and doc["checks"], doc.keys()
+        assert (root / "out" / "tier.xml").read_text().startswith("<?xml")

@@ -208,6 +208,24 @@ class TestOneDefinition:
                 assert action.type is option.type, where
                 assert action.metavar == option.metavar, where
 
+    def test_every_shared_option_names_for_the_output_guard_what_the_cli_says(self) -> None:
+        """The plugin's guard declares each option as the CLI's table does (one rule)."""
+        from rlgate.cli import outputs
+
+        actions = _cli_actions()
+        for option in PLUGIN_OPTIONS:
+            for command in SHARED.get(option.name, ()):
+                dest = actions[command][option.cli_flag].dest
+                assert outputs.role(command, dest) is option.role, (command, option.name)
+
+    def test_every_path_option_of_the_plugin_is_an_input_of_its_guard(self) -> None:
+        from rlgate.core.io import Role
+
+        for option in PLUGIN_OPTIONS:
+            if option.path:
+                assert option.role.path and not option.role.output, option.name
+        assert options.JSON.role is Role.FILE_OUT and options.TOKENIZERS.role is Role.ROOT
+
     def test_bench_rollouts_baseline_is_another_option(self) -> None:
         """`bench rollout --baseline` is a stored benchmark baseline, not a run: not shared."""
         action = _cli_actions()["bench rollout"]["--baseline"]
@@ -240,3 +258,39 @@ class TestOneDefinition:
             kind(str(tmp_path / "nope"))
         assert kind(str(tmp_path)) == tmp_path
         assert dataset.kwargs()["type"] is nonempty  # the CLI: readers check paths
+
+
+class TestRlgateRunExitCodes:
+    """``rlgate run`` reports pytest's exit codes in rlgate's meaning (docs/security.md 1).
+
+    Regression story: pytest's internal error (its 3) came out as rlgate's 3, which reads
+    "infrastructure, rerun", and its usage error (4) as a code rlgate does not document.
+    """
+
+    @staticmethod
+    def _run(root: Path) -> tuple[int, str]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "rlgate.cli", "run", "functional", "-q", "-p",
+             "no:cacheprovider", "-p", "rlgate.pytest_plugin"],
+            cwd=root, capture_output=True, text=True, timeout=120, check=False,
+            env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        )  # fmt: skip
+        return proc.returncode, proc.stdout + proc.stderr
+
+    def test_an_internal_error_of_pytest_is_70(self, tmp_path: Path) -> None:
+        hook = "def pytest_collection_modifyitems(items):\n    raise RuntimeError('boom')\n"
+        root = _tree(tmp_path, {"conftest.py": hook, "functional/test_a.py": "def test_a(): pass"})
+        code, out = self._run(root)
+        assert code == 70 and "INTERNALERROR" in out and "RuntimeError: boom" in out, out
+
+    def test_a_usage_error_of_pytest_is_2(self, tmp_path: Path) -> None:
+        root = _tree(tmp_path, {"conftest.py": "", "functional/test_a.py": "def test_a(): pass"})
+        (root / "pytest.ini").write_text("[pytest]\naddopts = --no-such-option\n")
+        code, out = self._run(root)
+        assert code == 2 and "unrecognized arguments: --no-such-option" in out, out
+
+    def test_a_collection_error_stays_2(self, tmp_path: Path) -> None:
+        """pytest's 2 (a collection error, or an interruption) is rlgate's 2: not 130."""
+        root = _tree(tmp_path, {"functional/test_a.py": "def test_a(:\n"})
+        code, out = self._run(root)
+        assert code == 2 and "SyntaxError" in out, out

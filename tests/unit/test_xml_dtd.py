@@ -162,3 +162,66 @@ class TestNormalJunitStillReads:
         code = main(_triage(tmp_path, run_xml))
         out, err = capsys.readouterr()
         assert code == 0 and "nothing to triage" in out, err
+
+
+# --- long tokens: reading stays linear in the file's size -----------------------------------------
+
+
+def _renamed(tmp_path: Path, name: str, *, body: str = "") -> Path:
+    """check-run's real JUnit with its first testcase renamed (and ``body`` added to it)."""
+    _, run_xml = ri.check_run(Fault.HEALTHY)
+    text = run_xml.read_text(encoding="utf-8")
+    at = text.index("<testcase ")
+    start = text.index('name="', at) + len('name="')
+    end = text.index('"', start)
+    text = text[:start] + name + text[end:]
+    if body:
+        close = text.index(">", text.index("<testcase ")) + 1
+        text = text[:close] + body + text[close:]
+    junit = tmp_path / "long.xml"
+    junit.write_text(text, encoding="utf-8")
+    return junit
+
+
+class TestLongTokens:
+    """One tag longer than MAX_XML_TOKEN is refused; below it, and any text, reads exactly.
+
+    Regression story: a 25 MB attribute in a 25 MB JUnit file (limit 256 MiB) took 101 s to
+    read, because expat 2.5.0 costs time quadratic in one token's length (rescanned on
+    every chunk fed, and even in one call). benchmarks/bench_junit_attribute.py shows the
+    times; the tests assert the bound's message and that what lies within it reads back.
+    """
+
+    @pytest.mark.parametrize("command", sorted(COMMANDS))
+    def test_an_attribute_over_the_bound_is_exit_2_naming_it(
+        self, tmp_path, capsys, command
+    ) -> None:
+        from rlgate.core.junit import MAX_XML_TOKEN
+
+        junit = _renamed(tmp_path, "A" * (MAX_XML_TOKEN + 2**20))
+        code = main(COMMANDS[command](tmp_path, junit))
+        out, err = capsys.readouterr()
+        assert code == 2, out + err
+        line = _one_line(err, junit)
+        assert "the XML tag (or comment) at byte" in line and "longer than 4 MiB" in line
+        assert not (tmp_path / "out").exists()
+
+    def test_a_comment_over_the_bound_is_refused(self, tmp_path) -> None:
+        junit = tmp_path / "comment.xml"
+        junit.write_text("<!-- " + "x" * (5 * 2**20) + " -->\n" + CASE.format(body="x"))
+        with pytest.raises(RlgateError, match="at byte 0 is longer than 4 MiB"):
+            read_junit(junit)
+
+    def test_an_attribute_within_the_bound_reads_back_exactly(self, tmp_path) -> None:
+        from rlgate.core.junit import MAX_XML_TOKEN
+
+        name = "A" * (MAX_XML_TOKEN - 2**16)
+        suites = read_junit(_renamed(tmp_path, name))
+        assert name in [c.name for s in suites for c in s.cases]
+
+    def test_long_text_is_not_a_token(self, tmp_path) -> None:
+        """20 MB of captured output (text, reported as it arrives) reads whole."""
+        out = "log line\n" * (20 * 2**20 // 9)
+        suites = read_junit(_renamed(tmp_path, "t", body=f"<system-out>{out}</system-out>"))
+        case = next(c for s in suites for c in s.cases if c.name == "t")
+        assert case.system_out == out

@@ -136,7 +136,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         help="run a tier with pytest (extra arguments go to pytest)",
-        description="Run tiers of the suite: `rlgate run functional --junitxml out.xml`.",
+        description="Run tiers of the suite: `rlgate run functional --junitxml out.xml`. "
+        "Exit 0 when every selected test passed, 1 when one failed, 2 on a usage error "
+        "(pytest's 4: a bad option, an output over an input), when no test is selected "
+        "and on pytest's 2 (a collection error or an interruption), 70 on pytest's "
+        "internal error (its 3).",
     )
     p.add_argument("tier", help="marker expression, e.g. functional or 'convergence or perf'")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
@@ -144,13 +148,18 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    """Run pytest; its exit code in rlgate's meaning (its 3 and 4 are rlgate's 70 and 2)."""
     import pytest
 
     code = pytest.main(["-m", args.tier, *args.pytest_args])
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         print(f"rlgate: no tests selected by -m {args.tier!r}", file=sys.stderr)
         return ExitCode.USAGE
-    return int(code)
+    mapped = {
+        pytest.ExitCode.USAGE_ERROR: ExitCode.USAGE,  # e.g. an output over an input
+        pytest.ExitCode.INTERNAL_ERROR: ExitCode.INTERNAL,  # else 3 would read "infra"
+    }
+    return int(mapped.get(code, code))  # type: ignore[call-overload]
 
 
 # --- rlgate recipe check ------------------------------------------------------

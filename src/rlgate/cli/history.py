@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -88,6 +89,35 @@ def add_record_options(parser: argparse.ArgumentParser, *, db_required: bool = F
 DB_INPUT = "the history database"
 
 
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def _refuse_other_names(path: Path) -> None:
+    """Refuse an SQLite file or companion that is another file's name too (exit 2).
+
+    SQLite writes the database, its ``-wal`` log, ``-shm`` index and ``-journal`` in place:
+    through a hard link it would overwrite the other file (it refuses a symbolic link
+    itself, with a less clear message, so one is named here too).
+    """
+    for name in (path, *(Path(f"{path}{suffix}") for suffix in SQLITE_COMPANIONS)):
+        try:
+            info = name.lstat()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISLNK(info.st_mode) and name != path:
+            why = f"is a symbolic link (to {os.readlink(name)})"
+        elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            why = f"has {info.st_nlink} names (hard links)"
+        else:
+            continue
+        raise RlgateError(
+            f"refusing to open the history database {path}: {name} {why}; SQLite writes "
+            "there and would change the other file",
+            hint="give the database its own files (copy it, do not link it), or remove the "
+            f"stray {name.name}",
+        )
+
+
 def open_db(target: str | None, *, create: bool = True) -> Store:
     """Open the history database (importing the store only now), an input from now on.
 
@@ -95,12 +125,17 @@ def open_db(target: str | None, *, create: bool = True) -> Store:
     output guard: no output may be written over it (checked before the file is created).
     Only recording commands create a database; a read-only one passes ``create=False``
     (one that does not exist: exit 2, ``no history database at PATH``).
+    A file among them that has another name (a hard link; a companion that is a symbolic
+    link) is refused before SQLite opens anything.
     """
     from rlgate.core.io import note_input
-    from rlgate.history.store import open_store
+    from rlgate.history.store import open_store, sqlite_path
 
     if target and "://" not in os.fspath(target):
         note_input(target, DB_INPUT, tree=False, check=True)
+    path = sqlite_path(target)
+    if path is not None:
+        _refuse_other_names(path)
     store = open_store(target, create=create)
     if store.path is not None:
         try:

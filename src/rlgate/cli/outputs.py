@@ -9,6 +9,10 @@ as the loader follows it, a run manifest, a run JSON), the history database when
 :func:`rlgate.cli.history.open_db` opens it, the run directory a run JSON names
 (``report.build``); every writer of ``core.io`` consults the guard before it writes.
 
+The roles are :class:`rlgate.core.io.Role` (shared with the pytest plugin, whose options
+carry theirs); ``watch`` takes a run directory or its manifest file (:attr:`Role.RUN`: the
+directory is an input either way).
+
 ``tests/unit/test_output_guard.py`` walks every subparser of
 :func:`rlgate.cli.app.build_parser`: an option in no table here fails it, and so does an
 option named like an output (:data:`OUTPUT_NAMES`) that is not declared as one, so a new
@@ -19,10 +23,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import enum
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from rlgate.core.io import Role
 
 __all__ = [
     "COMMANDS",
@@ -36,32 +41,6 @@ __all__ = [
     "role",
     "unclassified",
 ]
-
-
-class Role(enum.Enum):
-    """What a command's option names (the table's values)."""
-
-    FILE_OUT = "an output file"
-    DIR_OUT = "an output directory: the command writes files inside it"
-    PATH = "an input file or directory (a directory: nothing is written inside it)"
-    RECIPE = "a config file and every file of its defaults: chain (or a recipe's name)"
-    CONFIGS = "configs and overrides (recipe check): each config as RECIPE"
-    PAIRS = "MODEL=PATH items: each PATH as PATH"
-    CHECKOUT = "a source checkout: the folder itself is an input, not what lies inside it"
-    ROOT = "a folder of input folders (the tokenizer root): each subfolder is an input"
-    DB = "the history database: an input from when cli.history.open_db opens it"
-    PYTEST = "arguments handed to pytest, which checks its own options"
-    NAME = "not a path here (a recipe name, a date)"
-
-    @property
-    def output(self) -> bool:
-        """Names something the command writes."""
-        return self in (Role.FILE_OUT, Role.DIR_OUT)
-
-    @property
-    def path(self) -> bool:
-        """Names a file system path (an input or an output)."""
-        return self not in (Role.PYTEST, Role.NAME)
 
 
 F, D, P, R = Role.FILE_OUT, Role.DIR_OUT, Role.PATH, Role.RECIPE
@@ -92,7 +71,7 @@ COMMANDS: dict[str, dict[str, Role]] = {
         "tokenizers": Role.ROOT,
         "run_dir": D,
     },
-    "watch": {"run_dirs": P, "junit_out": F},
+    "watch": {"run_dirs": Role.RUN, "junit_out": F},
     "budget": {"nightly": P},
     "bench rollout": {
         "recipe": R,
@@ -279,21 +258,38 @@ def _declare_inputs(guard: Any, role_: Role, flag: str, values: Sequence[Any]) -
 
         values = split_configs_and_overrides([str(v) for v in values])[0]
         role_ = Role.RECIPE
-    for value in values:
-        if role_ is Role.PAIRS:
-            value = str(value).partition("=")[2] or value
-        if role_ is Role.RECIPE:
-            from rlgate.recipe.load import config_files  # OmegaConf: only for a recipe
+    chain = None
+    if role_ is Role.RECIPE:
+        from rlgate.recipe.load import config_files as chain  # OmegaConf: only for a recipe
+    guard.add_option(role_, flag, values, chain=chain)
+    if role_ is Role.RUN:
+        for value in values:
+            for path, what in _manifest_paths(value):
+                guard.add_input(path, what, check=True)
 
-            *parents, _ = config_files(value)
-            for parent in parents:
-                guard.add_input(parent, f"defaults chain of {value}", check=True)
-        if role_ is Role.ROOT:
-            with contextlib.suppress(OSError):
-                for sub in sorted(p for p in Path(value).iterdir() if p.is_dir()):
-                    guard.add_input(sub, f"a tokenizer of {flag}", tree=True, check=True)
-            role_ = Role.CHECKOUT
-        guard.add_input(value, flag, tree=False if role_ is Role.CHECKOUT else None, check=True)
+
+#: The paths a run manifest names, all inside its run directory as written.
+MANIFEST_PATHS = ("log_dir", "checkpoint_dir", "driver_log", "slurm_log_root")
+
+
+def _manifest_paths(run: Any) -> list[tuple[Path, str]]:
+    """What ``run``'s manifest names (its log_dir, ...): inputs, also where a link leads out.
+
+    A manifest that cannot be read adds nothing here: the command reports it for that run.
+    """
+    from rlgate.core.errors import RlgateError
+    from rlgate.launch.manifest import load_manifest
+
+    try:
+        manifest = load_manifest(run)
+    except RlgateError:
+        return []
+    root = Path(manifest.run_dir)
+    return [
+        (root / value, f"{key} of the run manifest of {run}")
+        for key in MANIFEST_PATHS
+        if (value := getattr(manifest, key))
+    ]
 
 
 @contextlib.contextmanager

@@ -2,20 +2,24 @@
 
 Invariants: every JSON document rlgate writes carries ``schema_version``; files
 are written to a temporary sibling and ``os.replace``d into place, so a crash
-never leaves a half-written report; an output never lands on an input
-(:class:`OutputGuard`: the inputs a command was given or read, the outputs it was asked
-for, one rule between them).
+never leaves a half-written report; a new file's mode is ``0666`` less the umask, as
+``open`` would make it; an output never lands on an input (:class:`OutputGuard`: the
+inputs a command was given or read, the outputs it was asked for, one rule between them),
+nor on a device, FIFO, socket or the kernel's files (``/dev``, ``/proc``, ``/sys``); a
+directory is deleted only after the guard says no input lies in it (:func:`remove_tree`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import json
 import math
 import os
+import secrets
+import shutil
 import stat
-import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +34,67 @@ SCHEMA_VERSION = 1
 # --- outputs never land on inputs --------------------------------------------------------------
 
 _KEEP_HINT = "choose an output path outside the inputs; rlgate never overwrites what you gave it"
+_FILE_HINT = (
+    "give the path of a regular file, or of one to create: rlgate writes an output as a new "
+    "file renamed into place, never into a device, FIFO or socket, nor in /dev, /proc or /sys"
+)
+#: The kernel's own file systems: nothing rlgate writes belongs there.
+_KERNEL_TREES = (Path("/proc"), Path("/sys"))
+#: Where the system's device nodes are (``/dev/null``, ``/dev/stdout`` -> ``/proc/self/fd/1``).
+_DEVICE_DIR = Path("/dev")
+_FILE_KINDS = {
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def _system_place(real: Path, *, directory: bool = False) -> str | None:
+    """Why ``real`` (resolved) is a system place no output may be: in /proc or /sys, or /dev's."""
+    for root in _KERNEL_TREES:
+        if real == root or root in real.parents:
+            return f"it is in {root}, the kernel's own files"
+    if real == _DEVICE_DIR or (not directory and real.parent == _DEVICE_DIR):
+        return f"it is in {_DEVICE_DIR}, where the system's devices are"
+    return None
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path`` can never be an output file (a sentence), or None: absent or a regular file.
+
+    Each name on the way counts: the path and every symbolic link it leads through
+    (``out -> /proc/self/fd/1``, ``/dev/stdout``) may not be directly in ``/dev`` nor in
+    ``/proc`` or ``/sys``; what it finally names, if anything, must be a regular file (not
+    a device, FIFO or socket, which a rename would replace: ``/dev/null`` as root).
+    """
+    here = Path(os.path.abspath(path))
+    for _ in range(40):  # Linux's limit on a chain of links
+        where = _real(here.parent) / here.name
+        why = _system_place(where)
+        if why is not None:
+            return why
+        if not where.is_symlink():
+            break
+        try:
+            here = Path(os.path.abspath(where.parent / os.readlink(where)))
+        except OSError:
+            break
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None  # nothing there yet (or a dangling link, replaced): a new file
+    if stat.S_ISREG(mode):
+        return None
+    return f"it is {_FILE_KINDS.get(stat.S_IFMT(mode), 'a special file')}, not a regular file"
+
+
+def refuse_special_output(path: str | os.PathLike[str], flag: str = "") -> None:
+    """Refuse an output path that names a device, FIFO, socket or the kernel's files (exit 2)."""
+    why = _not_a_file(Path(path))
+    if why is not None:
+        raise RlgateError(f"refusing to write {_named(flag, path)}: {why}", hint=_FILE_HINT)
 
 
 def _real(path: Path) -> Path:
@@ -103,6 +168,38 @@ def _named(flag: str, path: str | os.PathLike[str]) -> str:
     return f"{flag} {os.fspath(path)}" if flag else os.fspath(path)
 
 
+class Role(enum.Enum):
+    """What a path option names, for the output guard (the CLI's and the pytest plugin's)."""
+
+    FILE_OUT = "an output file"
+    DIR_OUT = "an output directory: the command writes files inside it"
+    PATH = "an input file or directory (a directory: nothing is written inside it)"
+    RUN = "a run directory from rlgate launch, or its manifest: the run directory is an input"
+    RECIPE = "a config file and every file of its defaults: chain (or a recipe's name)"
+    CONFIGS = "configs and overrides (recipe check): each config as RECIPE"
+    PAIRS = "MODEL=PATH items: each PATH as PATH"
+    CHECKOUT = "a source checkout: the folder itself is an input, not what lies inside it"
+    ROOT = "a folder of input folders (the tokenizer root): each subfolder is an input"
+    DB = "the history database: an input from when cli.history.open_db opens it"
+    PYTEST = "arguments handed to pytest, which checks its own options"
+    NAME = "not a path here (a recipe name, a date)"
+
+    @property
+    def output(self) -> bool:
+        """Names something the command writes."""
+        return self in (Role.FILE_OUT, Role.DIR_OUT)
+
+    @property
+    def path(self) -> bool:
+        """Names a file system path (an input or an output)."""
+        return self not in (Role.PYTEST, Role.NAME)
+
+
+#: A config's ``defaults:`` chain, parents first and the config last
+#: (``rlgate.recipe.load.config_files``, which ``core`` cannot import).
+Chain = Callable[[str], Sequence[str | os.PathLike[str]]]
+
+
 class OutputGuard:
     """The inputs of one command (given or read) and the outputs it was asked to write.
 
@@ -156,6 +253,39 @@ class OutputGuard:
         if check:
             for out in self._outputs:
                 self._refuse(out.flag, out.path, directory=out.directory)
+
+    def add_option(
+        self, role: Role, flag: str, values: Iterable[Any], *, chain: Chain | None = None
+    ) -> None:
+        """Add the inputs one option names, as ``role`` says, refused at once against the outputs.
+
+        ``RECIPE``: the config and every file of its ``defaults:`` chain (``chain``);
+        ``ROOT``: each subfolder is an input directory, the root itself an input;
+        ``CHECKOUT``: the folder only; ``PAIRS``: the path after ``MODEL=``; ``RUN``: the run
+        directory (a manifest file's folder: the manifest may only describe the directory it
+        is in) and everything in it. Outputs, ``DB`` (an input when opened), ``CONFIGS``
+        (split by the CLI first) and non-paths add nothing here.
+        """
+        if role.output or not role.path or role in (Role.DB, Role.CONFIGS):
+            return
+        for value in values:
+            if role is Role.PAIRS:
+                value = str(value).partition("=")[2] or value
+            given = Path(value)
+            if role is Role.RECIPE:
+                if chain is None:
+                    raise ValueError("a RECIPE option needs the defaults chain resolver")
+                *parents, _ = chain(str(value)) or [given]
+                for parent in parents:
+                    self.add_input(parent, f"defaults chain of {value}", check=True)
+            elif role is Role.ROOT:
+                with contextlib.suppress(OSError):
+                    for sub in sorted(p for p in given.iterdir() if p.is_dir()):
+                        self.add_input(sub, f"a tokenizer of {flag}", tree=True, check=True)
+            elif role is Role.RUN and given.is_file():
+                self.add_input(given.parent, f"the run directory of {flag}", tree=True, check=True)
+            tree = False if role in (Role.ROOT, Role.CHECKOUT) else None
+            self.add_input(value, flag, tree=tree, check=True)
 
     def conflict(self, path: str | os.PathLike[str], *, directory: bool = False) -> str | None:
         """Why writing ``path`` would harm an input (a sentence), or None."""
@@ -242,9 +372,12 @@ _GUARD: ContextVar[OutputGuard | None] = ContextVar("rlgate_output_guard", defau
 
 
 @contextlib.contextmanager
-def output_guard() -> Iterator[OutputGuard]:
-    """Make a fresh :class:`OutputGuard` the current one while inside (one per command)."""
-    guard = OutputGuard()
+def output_guard(guard: OutputGuard | None = None) -> Iterator[OutputGuard]:
+    """Make ``guard`` (default: a fresh one) the current :class:`OutputGuard` while inside.
+
+    One per command (the CLI's, or the pytest plugin's for its session's writes).
+    """
+    guard = OutputGuard() if guard is None else guard
     token = _GUARD.set(guard)
     try:
         yield guard
@@ -267,6 +400,9 @@ def _check_shape(path: Path, flag: str = "", *, directory: bool = False) -> None
     if directory:
         if path.exists() and not path.is_dir():
             raise RlgateError(f"{name} exists and is not a directory")
+        why = _system_place(_real(path), directory=True)
+        if why is not None:
+            raise RlgateError(f"refusing to write {name}: {why}", hint=_FILE_HINT)
         return
     if path.is_dir():
         raise RlgateError(f"{name} is a directory", hint="give the path of a file")
@@ -275,6 +411,7 @@ def _check_shape(path: Path, flag: str = "", *, directory: bool = False) -> None
         parent = parent.parent
     if not parent.is_dir():
         raise RlgateError(f"{name}: {parent} is not a directory")
+    refuse_special_output(path, flag)
 
 
 def _explicit(inputs: Iterable[str | os.PathLike[str]]) -> OutputGuard:
@@ -326,11 +463,58 @@ def input_within(
     return None
 
 
+def remove_tree(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+) -> None:
+    """Delete the directory ``path`` (``what`` it is, for the message) that rlgate made.
+
+    Refused (exit 2, nothing deleted) when ``path`` is a symbolic link, is or lies inside an
+    input, or holds one: an input of ``inputs`` or of the active guard at or under it (a
+    tokenizer root given inside an earlier demo's folder). Every directory rlgate deletes
+    goes through here.
+    """
+    folder = Path(path)
+    if folder.is_symlink():
+        raise RlgateError(
+            f"refusing to delete {what} {folder}: it is a symbolic link",
+            hint="remove the link yourself; rlgate never deletes through a link",
+        )
+    why = output_conflict(folder, directory=True, inputs=inputs)
+    held = input_within(folder, inputs)
+    if why is not None or held is not None:
+        reason = why or f"it holds the input {held}"
+        raise RlgateError(
+            f"refusing to delete {what} {folder}: {reason}",
+            hint="move that input out of it, or choose another output folder; rlgate never "
+            "deletes what you gave it",
+        )
+    shutil.rmtree(folder)
+
+
 def _guard_write(out: Path, inputs: Iterable[str | os.PathLike[str]]) -> None:
     _explicit(inputs)._refuse("", out, directory=False)
     guard = _GUARD.get()
     if guard is not None:
         guard.check_write(out)
+
+
+def _new_sibling(out: Path) -> tuple[int, Path]:
+    """Create a new, empty, hidden file beside ``out``: its descriptor and path.
+
+    Its mode is ``0666`` less the process's umask (and the folder's default ACL), as
+    ``open(out, "w")`` would create ``out`` itself; ``mkstemp``'s ``0600`` would make
+    every report unreadable to the team on shared storage.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        tmp = out.parent / f".{out.name}.{secrets.token_hex(6)}"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
 
 
 def write_bytes_atomic(
@@ -342,7 +526,10 @@ def write_bytes_atomic(
     """Write ``data`` to ``path`` atomically, never over, through or inside an input.
 
     ``inputs`` are refused as :class:`OutputGuard` refuses them (a directory among them is
-    a tree), and so is every input of the active guard when ``path`` is a declared output.
+    a tree), and so is every input of the active guard when ``path`` is a declared output;
+    so is a path that names a device, FIFO or socket, or lies in ``/dev``, ``/proc`` or
+    ``/sys`` (:func:`refuse_special_output`). The file is new (mode ``0666`` less the
+    umask; a file it replaces keeps neither its mode nor its owner) and renamed into place.
     """
     out = Path(path)
     _guard_write(out, inputs)
@@ -350,9 +537,10 @@ def write_bytes_atomic(
         raise RlgateError(
             f"cannot write {out}: it is a directory", hint="give a file path for this output"
         )
+    refuse_special_output(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+        fd, tmp = _new_sibling(out)
     except OSError as exc:
         raise RlgateError(f"cannot write {out}: {exc.strerror or exc}") from exc
     try:
@@ -360,10 +548,10 @@ def write_bytes_atomic(
             fh.write(data)
         os.replace(tmp, out)  # replaces a symlink at ``out`` itself, never its target
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise RlgateError(f"cannot write {out}: {exc.strerror or exc}") from exc
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     guard = _GUARD.get()
     if guard is not None:

@@ -35,7 +35,6 @@ from typing import Any, Literal
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser
-from defusedxml.ElementTree import iterparse as _iterparse
 from junitparser import (
     Attr,
     Error,
@@ -390,8 +389,8 @@ class _JunitParser(DefusedXMLParser):
     declaration (``<?xml version="1.0"?>``, which pytest writes) is not an instruction.
     """
 
-    def __init__(self) -> None:
-        super().__init__(forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    def __init__(self, target: ET.TreeBuilder | None = None) -> None:
+        super().__init__(target=target, forbid_dtd=True, forbid_entities=True, forbid_external=True)
         self.parser.ProcessingInstructionHandler = self._instruction
 
     @staticmethod
@@ -405,19 +404,70 @@ _NO_DTD_HINT = (
 )
 
 
+class _TooDeep(ValueError):
+    pass
+
+
+class _DepthBuilder(ET.TreeBuilder):
+    """ElementTree's tree builder, refusing elements nested more than ``max_depth`` deep."""
+
+    def __init__(self, max_depth: int) -> None:
+        super().__init__()
+        self._depth = 0
+        self._max_depth = max_depth
+
+    def start(self, tag: str, attrs: dict[str, str]) -> ET.Element:
+        """Open an element, one level deeper."""
+        self._depth += 1
+        if self._depth > self._max_depth:
+            raise _TooDeep
+        return super().start(tag, attrs)
+
+    def end(self, tag: str) -> ET.Element:
+        """Close an element."""
+        self._depth -= 1
+        return super().end(tag)
+
+
+#: The longest single XML token (a tag with its attributes, a comment, an instruction) a
+#: JUnit file may hold. expat (2.5.0) costs time quadratic in a token's length, whether the
+#: token arrives in chunks (each chunk rescans it) or in one call; text is not a token (it
+#: is reported as it arrives), so a long ``<system-out>`` is fine.
+MAX_XML_TOKEN = 4 * 2**20
+_CHUNK = 2**20
+
+
 def _parse_root(path: Path, max_depth: int) -> ET.Element:
-    depth = 0
+    """The root element of ``path`` (already bounded in size), in time linear in its size.
+
+    The bytes go to expat in chunks of ``_CHUNK``; after each, the token expat is still
+    waiting to complete (from its current byte index to what it was given) must stay within
+    :data:`MAX_XML_TOKEN`, so no tag costs more than a bounded amount of work
+    (benchmarks/bench_junit_attribute.py: a 25 MB attribute took 101 s).
+    """
+    parser = _JunitParser(target=_DepthBuilder(max_depth))
+    fed = 0
     try:
         with path.open("rb") as fh:
-            events = _iterparse(fh, events=("start", "end"), parser=_JunitParser())
-            for event, _ in events:
-                depth += 1 if event == "start" else -1
-                if depth > max_depth:
+            while chunk := fh.read(_CHUNK):
+                parser.feed(chunk)
+                fed += len(chunk)
+                start = parser.parser.CurrentByteIndex
+                if fed - start > MAX_XML_TOKEN:
                     raise RlgateError(
-                        f"{path}: not a JUnit report: elements nested more than {max_depth} deep",
-                        hint="a JUnit report nests testsuites > testsuite > testcase > result",
+                        f"{path}: not read: the XML tag (or comment) at byte {start} is longer "
+                        f"than {MAX_XML_TOKEN // 2**20} MiB",
+                        hint="a JUnit report's tags and attributes are short (rlgate reads at "
+                        f"most {MAX_XML_TOKEN // 2**20} MiB per tag); is this the right file?",
                     )
-            root = events.root  # type: ignore[attr-defined]
+        root = parser.close()
+    except OSError as exc:
+        raise RlgateError(f"cannot read JUnit file {path}: {exc.strerror or exc}") from exc
+    except _TooDeep:
+        raise RlgateError(
+            f"{path}: not a JUnit report: elements nested more than {max_depth} deep",
+            hint="a JUnit report nests testsuites > testsuite > testcase > result",
+        ) from None
     except ET.ParseError as exc:
         raise RlgateError(
             f"{path}: not valid XML ({exc})",
@@ -585,7 +635,7 @@ def read_junit(
 
     The file must be a regular file of at most ``max_bytes``, well-formed XML without a DTD
     (so without entities) or a processing instruction (defusedxml's parser, ``forbid_dtd``),
-    nested at most ``max_depth`` deep,
+    nested at most ``max_depth`` deep, no tag or comment longer than :data:`MAX_XML_TOKEN`,
     rooted at ``<testsuites>``/``<testsuite>``, with every testcase inside a suite, every
     ``time`` a number of seconds >= 0 and every recorded field of its type; anything else is
     an :class:`~rlgate.core.errors.RlgateError` naming the file (and the testcase).

@@ -13,6 +13,11 @@ so both consume :meth:`Option.kwargs`:
   plugin's, says ``--rlgate-swe-alpha``). Paths are read, and a missing one refused with
   one message, by the command's readers at its error boundary (exit 2).
 
+Each option also says what it names for the output guard (:attr:`Option.role`, a
+:class:`rlgate.core.io.Role`: an input path, a recipe with its ``defaults:`` chain, the
+tokenizer root, an output): the plugin's guard (:mod:`rlgate.pytest_plugin.outputs`)
+declares every option by it, and the CLI's table (:mod:`rlgate.cli.outputs`) must agree.
+
 A command may change only what differs by command: whether the option is ``required``,
 its ``default``, and a list shape (``action``/``nargs``, e.g. ``rlgate report --band-run
 A B``); the type, validator, help and metavar are the table's.
@@ -32,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rlgate.core.io import Role
 from rlgate.core.validate import (
     existing_path,
     float_in,
@@ -106,6 +112,7 @@ class Option:
     path: bool = False  # names a file or directory that must exist (checked by the plugin)
     cli: str | None = None  # the CLI's flag when it is not --<name>
     alias: bool = True  # the plugin also accepts the historic --<name>
+    role: Role = Role.NAME  # what it names for the output guard (an input, an output, no path)
 
     @property
     def dest(self) -> str:
@@ -179,30 +186,35 @@ TOKENIZERS = Option(
     "component lowercased (default: $RLGATE_TOKENIZERS, else the Hugging Face cache/hub)",
     metavar="DIR",
     env="RLGATE_TOKENIZERS",
+    role=Role.ROOT,
 )
 RECIPE = Option(
     "recipe",
     help="rlgate recipe: a NeMo RL config YAML with an rlgate: block",
     metavar="RECIPE.yaml",
     path=True,
+    role=Role.RECIPE,
 )
 RUN_DIR = Option(
     "run-dir",
     help="NeMo RL run to check: logger.log_dir, an event file, a metrics.json or an MLPerf log",
     metavar="RUN",
     path=True,
+    role=Role.PATH,
 )
 BASELINE = Option(
     "baseline",
     help="baseline run of the same recipe and hardware (perf)",
     metavar="RUN",
     path=True,
+    role=Role.PATH,
 )
 ROLLOUTS = Option(
     "rollouts",
     help="NeMo Gym rollouts JSONL (ng_collect_rollouts output)",
     metavar="ROLLOUTS.jsonl",
     path=True,
+    role=Role.PATH,
 )
 BAND_RUN = Option(
     "band-run",
@@ -211,12 +223,14 @@ BAND_RUN = Option(
     metavar="RUN",
     action="append",
     path=True,
+    role=Role.PATH,
 )
 SYNC_RUN = Option(
     "sync-run",
     help="synchronous twin of an async run (async-vs-sync speed-up)",
     metavar="RUN",
     path=True,
+    role=Role.PATH,
 )
 MAX_STEPS = Option(
     "max-steps",
@@ -231,6 +245,7 @@ SWE_BEFORE = Option(
     action=Extend,
     path=True,
     cli="--before",
+    role=Role.PATH,
 )
 SWE_AFTER = Option(
     "swe-after",
@@ -239,6 +254,7 @@ SWE_AFTER = Option(
     action=Extend,
     path=True,
     cli="--after",
+    role=Role.PATH,
 )
 SWE_DATASET = Option(
     "swe-dataset",
@@ -248,6 +264,7 @@ SWE_DATASET = Option(
     metavar="DATASET",
     path=True,
     cli="--dataset",
+    role=Role.PATH,
 )
 SWE_ALPHA = Option(
     "swe-alpha",
@@ -281,6 +298,7 @@ JSON = Option(
     "writes them (one evaluation for JUnit and JSON)",
     metavar="FILE",
     alias=False,
+    role=Role.FILE_OUT,
 )
 
 #: Every option of the pytest plugin, in ``pytest --help`` order.

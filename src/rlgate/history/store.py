@@ -85,6 +85,7 @@ __all__ = [
     "Store",
     "default_db_path",
     "open_store",
+    "sqlite_path",
 ]
 
 DB_ENV = "RLGATE_DB"
@@ -1123,3 +1124,12 @@ def open_store(url_or_path: str | os.PathLike[str] | None = None, *, create: boo
             engine.dispose()
             raise
     return Store(engine, shown, path, secrets)
+
+
+def sqlite_path(url_or_path: str | os.PathLike[str] | None = None) -> Path | None:
+    """The SQLite file :func:`open_store` opens for ``url_or_path`` (None: a server), unopened.
+
+    Checked as :func:`open_store` checks it (exit 2 on a bad path or URL), before any
+    connection, so a caller can look at the file and its companions first.
+    """
+    return _resolve(url_or_path)[1]

@@ -20,6 +20,7 @@ import pytest
 from rlgate.core.junit import INFORMATIONAL_PROPERTY
 from rlgate.core.options import PLUGIN_OPTIONS
 from rlgate.core.versions import format_versions, tested_versions
+from rlgate.pytest_plugin.outputs import guard_outputs
 
 pytest_plugins = ("rlgate.pytest_plugin.fixtures",)
 
@@ -66,9 +67,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register markers with descriptions (``strict`` rejects unknown ones)."""
+    """Register markers with descriptions (``strict`` rejects unknown ones); guard the outputs.
+
+    ``--rlgate-json`` and ``--junitxml`` are kept off every input the options name
+    (:mod:`rlgate.pytest_plugin.outputs`): a conflict is a usage error before any test runs.
+    """
     for name, text in {**TIER_MARKERS, **INFORMATIONAL_MARKERS, **RESOURCE_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    guard_outputs(config)
 
 
 def tier_of(path: Path, rootdir: Path) -> str | None:

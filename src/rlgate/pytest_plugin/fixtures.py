@@ -53,6 +53,8 @@ def _rlgate_tested_versions(record_testsuite_property: Callable[[str, object], N
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """``--rlgate-json FILE``: the convergence/perf tiers write their checks' JSON."""
     if session.config.getoption("rlgate_json", default=None):
+        from rlgate.pytest_plugin.outputs import guarded_writes
         from rlgate.pytest_plugin.tier import write_tier_json
 
-        write_tier_json(session)
+        with guarded_writes(session.config):
+            write_tier_json(session)

@@ -41,7 +41,14 @@ from rlgate.checks.plan import (
 from rlgate.core.errors import RlgateError
 from rlgate.core.results import Outcome, Result, Tier
 
-__all__ = ["check_result", "gate_inputs", "gate_plan", "parametrize_checks", "write_tier_json"]
+__all__ = [
+    "cached_plan",
+    "check_result",
+    "gate_inputs",
+    "gate_plan",
+    "parametrize_checks",
+    "write_tier_json",
+]
 
 # the Results this session evaluated, by check name (for --rlgate-json)
 _EVALUATED = pytest.StashKey[dict[str, Result]]()
@@ -52,7 +59,8 @@ def _opt(config: pytest.Config, name: str) -> Any:
 
 
 @lru_cache(maxsize=8)
-def _plan(recipe: str, max_steps: int | None) -> GatePlan:
+def cached_plan(recipe: str, max_steps: int | None) -> GatePlan:
+    """The recipe's plan, loaded once per session (and by the plugin's output guard)."""
     return load_plan(recipe, max_steps=max_steps)
 
 
@@ -62,7 +70,7 @@ def _plan_from(config: pytest.Config) -> GatePlan | None:
         return None
     if len(recipes) > 1:
         raise pytest.UsageError("the convergence and perf tiers take exactly one --recipe")
-    return _plan(str(recipes[0]), _opt(config, "max_steps"))  # RlgateError: bad recipe
+    return cached_plan(str(recipes[0]), _opt(config, "max_steps"))  # RlgateError: bad recipe
 
 
 def _given(config: pytest.Config, plan: GatePlan) -> Callable[[Need], bool]:
@@ -138,7 +146,7 @@ def _inputs(
     sync: str | None,
 ) -> GateInputs:
     return load_inputs(
-        _plan(recipe, max_steps),
+        cached_plan(recipe, max_steps),
         run,
         baseline=baseline,
         rollouts=rollouts,

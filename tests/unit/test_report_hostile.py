@@ -222,6 +222,8 @@ JUNIT_CASES = [
     ("binary", lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff"), "not valid XML"),
     ("non_utf8", lambda p: p.write_bytes(
         b'<?xml version="1.0" encoding="utf-8"?><testsuite name="\xe9\xff"/>'), "not valid XML"),
+    ("junk_before_the_declaration", lambda p: p.write_text("," + _one_case(time="0.1")),
+     "not valid XML (syntax error at line 1, column 0)"),  # expat's "error:" not repeated
     ("time_not_a_number", lambda p: p.write_text(_one_case(time="abc")), "time='abc'"),
     ("time_nan", lambda p: p.write_text(_one_case(time="nan")), "time='nan'"),
     ("time_negative", lambda p: p.write_text(_one_case(time="-3")), "time='-3'"),

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
+from xml.parsers.expat import ErrorString
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser
@@ -469,8 +470,9 @@ def _parse_root(path: Path, max_depth: int) -> ET.Element:
             hint="a JUnit report nests testsuites > testsuite > testcase > result",
         ) from None
     except ET.ParseError as exc:
-        raise RlgateError(
-            f"{path}: not valid XML ({exc})",
+        line, column = exc.position
+        raise RlgateError(  # expat's own text ("syntax error: line 1, column 0") reworded
+            f"{path}: not valid XML ({ErrorString(exc.code)} at line {line}, column {column})",
             hint="the file looks truncated or is not a JUnit report; rerun the tier with "
             "--junitxml / --junit",
         ) from exc

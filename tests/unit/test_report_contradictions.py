@@ -307,10 +307,12 @@ def test_the_plugins_informational_markers_are_kinds_the_report_honours():
 def test_triage_labels_a_failing_check_marked_informational(tmp_path, capsys):
     bench = edited_case(Tier.CONVERGENCE, F, F, informational="benchmark")
     path = junit_file(tmp_path / "bench.xml", bench)
-    out = tmp_path / "t.json"
-    code = main(
-        ["triage", "--candidate", str(path), "--db", str(tmp_path / "h.db"), "--json", str(out)]
-    )
+    out, db = tmp_path / "t.json", str(tmp_path / "h.db")
+    pytest.importorskip("sqlalchemy")
+    from rlgate.history.store import open_store
+
+    open_store(db).close()  # an empty history: triage creates none
+    code = main(["triage", "--candidate", str(path), "--db", db, "--json", str(out)])
     capsys.readouterr()
     labels = json.loads(out.read_text())["labels"]
     assert code == 1 and [(lb["check"], lb["label"]) for lb in labels] == [

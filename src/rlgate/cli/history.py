@@ -133,7 +133,7 @@ def open_db(target: str | None, *, create: bool = True) -> Store:
 
     if target and "://" not in os.fspath(target):
         note_input(target, DB_INPUT, tree=False, check=True)
-    path = sqlite_path(target)
+    path = sqlite_path(target, create=create)
     if path is not None:
         _refuse_other_names(path)
     store = open_store(target, create=create)

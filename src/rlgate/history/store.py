@@ -1126,10 +1126,13 @@ def open_store(url_or_path: str | os.PathLike[str] | None = None, *, create: boo
     return Store(engine, shown, path, secrets)
 
 
-def sqlite_path(url_or_path: str | os.PathLike[str] | None = None) -> Path | None:
+def sqlite_path(
+    url_or_path: str | os.PathLike[str] | None = None, *, create: bool = True
+) -> Path | None:
     """The SQLite file :func:`open_store` opens for ``url_or_path`` (None: a server), unopened.
 
-    Checked as :func:`open_store` checks it (exit 2 on a bad path or URL), before any
-    connection, so a caller can look at the file and its companions first.
+    Checked as :func:`open_store` checks it with the same ``create`` (exit 2 on a bad path or
+    URL; not ``create``: nothing made, not even the default folder), before any connection,
+    so a caller can look at the file and its companions first.
     """
-    return _resolve(url_or_path)[1]
+    return _resolve(url_or_path, create)[1]

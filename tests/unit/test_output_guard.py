@@ -670,8 +670,21 @@ def _band_event(root: Path) -> Path:
 
 
 CHILD = ("--rlgate-recipe", "c/child.yaml")
+
+
 #: name -> (the arguments after --rlgate-run-dir, given the tree; what the one error line says)
+def _dotdot_through_link(root: Path) -> list[str]:
+    """``c/lnk/../parent.yaml`` with ``c/lnk -> c/runs/healthy``: pytest opens ``c/parent.yaml``
+    (it normalises ``lnk/..`` away before the OS follows the link)."""
+    (root / "c" / "lnk").symlink_to(root / "c" / "runs" / "healthy")
+    return [*CHILD, "--junitxml", "c/lnk/../parent.yaml"]
+
+
 PLUGIN: dict[str, tuple[Callable[[Path], list[str]], str]] = {
+    "junitxml-dotdot_through_a_link": (
+        _dotdot_through_link,
+        "one of the inputs (defaults chain of c/child.yaml",
+    ),
     "rlgate_json-defaults_chain": (
         lambda r: [*CHILD, "--rlgate-json", "c/parent.yaml"],
         "one of the inputs (defaults chain of c/child.yaml",

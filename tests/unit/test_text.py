@@ -88,3 +88,39 @@ def test_a_message_quoting_a_url_in_any_form_shows_none_of_its_secrets(tail: str
     assert "S3CRET" not in shown and "head" in shown, shown
     stored = without_credentials(url)
     assert stored == "http://head:8265/?x=1" and "S3CRET" not in redact_url(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://TOKEN_S3CRET@127.0.0.1:1", "http://***@127.0.0.1:1"),  # requests: basic auth
+        ("wss://TOKEN_S3CRET@head:8265/x", "wss://***@head:8265/x"),
+        ("postgresql://rlgate@db:5432/h", "postgresql://rlgate@db:5432/h"),  # a name, no secret
+    ],
+)
+def test_a_user_part_alone_is_a_secret_where_clients_send_it_as_one(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+    assert "S3CRET" not in redact_text(f"cannot reach {url}: refused", url)
+    assert "S3CRET" not in without_credentials(url)
+
+
+def test_a_validation_error_never_echoes_a_password_free_text_cuts_short() -> None:
+    """A raw space (or bracket) in a password ends the URL for the text scanner; the value's
+    own secrets are still replaced (core.validate.problems)."""
+    from pydantic import BaseModel, ValidationError, field_validator
+
+    from rlgate.core.validate import problems
+
+    class Site(BaseModel):
+        address: str
+
+        @field_validator("address")
+        @classmethod
+        def _an_address(cls, value: str) -> str:
+            raise ValueError(f"{redact_url(value)} is not an address")
+
+    for url in ("http://admin:hunter2 S3CRET@head:8265", "http://u:pa(ss S3CRET@head:1"):
+        with pytest.raises(ValidationError) as info:
+            Site(address=url)
+        said = problems(info.value)
+        assert "S3CRET" not in said and "hunter2" not in said and "pa(ss" not in said, said

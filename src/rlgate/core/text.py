@@ -117,13 +117,18 @@ def md_code(text: object) -> str:
 SECRET_PARAMETER = re.compile(r"pass|key|secret|token", re.IGNORECASE)
 # user:password@ -- the password runs to the last '@' (a raw '@', '/' or '?' in it included)
 _USERINFO = re.compile(r"([^:/@?#]*):.*@", re.DOTALL)
+#: Schemes whose clients send a user part alone as a credential (``requests``: basic auth
+#: with an empty password; a token is often given so): there ``token@`` is shown as ``***@``.
+#: A database URL's bare user is a name, not a secret, and stays.
+USER_IS_SECRET = frozenset({"http", "https", "ws", "wss"})
 
 
 def redact_url(text: object) -> str:
     """``text`` (a URL, or anything else) with its credentials replaced by ``***``.
 
     The password of ``scheme://user:password@host`` (to the last ``@``, so a malformed URL
-    leaks none of it) and the value of every query parameter whose decoded name matches
+    leaks none of it), a user part alone where it is a credential (:data:`USER_IS_SECRET`)
+    and the value of every query parameter whose decoded name matches
     :data:`SECRET_PARAMETER` (``?password=...&sslpassword=...``). Text without ``://`` (a
     file path) is returned as it is. Every message, output and JSON that names a database
     URL shows it through this function.
@@ -133,6 +138,8 @@ def redact_url(text: object) -> str:
         return scheme
     if match := _USERINFO.match(rest):
         rest = f"{match.group(1)}:***@{rest[match.end() :]}"
+    elif scheme.lower() in USER_IS_SECRET and "@" in rest:
+        rest = f"***@{rest.rpartition('@')[2]}"
     head, qsep, query = rest.partition("?")
     if qsep:
         parts = re.split(r"([&;])", query)
@@ -154,11 +161,13 @@ def url_secrets(url: str) -> tuple[str, ...]:
     As :func:`redact_url` reads them (the user part runs to the last ``@``); each as written
     and percent-decoded, longest first.
     """
-    _, sep, rest = str(url).partition("://")
+    scheme, sep, rest = str(url).partition("://")
     if not sep:
         return ()
     userinfo, at, host = rest.rpartition("@")
     found = {userinfo.split(":", 1)[1]} if at and ":" in userinfo else set()
+    if at and ":" not in userinfo and scheme.lower() in USER_IS_SECRET:
+        found.add(userinfo)
     _, qsep, query = (host if at else rest).partition("?")
     for part in re.split(r"[&;]", query.partition("#")[0]) if qsep else ():
         key, eq, value = part.partition("=")

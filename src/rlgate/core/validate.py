@@ -203,9 +203,12 @@ def problems(exc: ValidationError) -> str:
         if err["type"] == "extra_forbidden":
             lines.append(f"  {loc}: unknown key")
             continue
-        msg = redact_text(err["msg"].removeprefix("Value error, "))
         value = err.get("input")
-        shown = one_line(redact_text(repr(value)))[:80]  # a URL's credentials never shown
+        # a URL's credentials never shown, also where free text cuts the URL short (a raw
+        # space or bracket in its password): its own secrets are replaced wherever they are
+        urls = (value,) if isinstance(value, str) and "://" in value else ()
+        msg = redact_text(err["msg"].removeprefix("Value error, "), *urls)
+        shown = one_line(redact_text(repr(value), *urls))[:80]
         got = "" if isinstance(value, dict | list) else f" (got {shown})"
         lines.append(f"  {loc}: {msg}{got}")
     return "\n".join(lines)

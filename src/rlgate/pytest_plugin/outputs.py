@@ -42,8 +42,12 @@ def _outputs(config: pytest.Config) -> list[tuple[str, str]]:
     if json_out:
         found.append(("--rlgate-json", str(json_out)))
     xml = getattr(config.option, "xmlpath", None)
-    if xml and not hasattr(config, "workerinput"):  # as pytest's junitxml resolves it
-        found.append(("--junitxml", os.path.expanduser(os.path.expandvars(xml))))
+    if xml and not hasattr(config, "workerinput"):
+        # the file pytest opens: LogXML normalises lexically (normpath(abspath()): lnk/.. is
+        # dropped before the OS follows lnk), so the guard sees that string; kept relative
+        # (the working directory is physical, so lexical and physical ".." agree there)
+        path = os.path.normpath(os.path.expanduser(os.path.expandvars(xml)))
+        found.append(("--junitxml", path))
     return found
 
 

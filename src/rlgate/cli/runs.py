@@ -198,8 +198,19 @@ def add_launch(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("recipe", help="NeMo RL config YAML (a defaults: chain is followed)")
     p.add_argument("overrides", nargs="*", help="NeMo RL (Hydra) overrides: a.b=c, ++a.b=c, ~a.b")
-    p.add_argument("--backend", required=True, choices=["slurm", "ray", "local"])
-    p.add_argument("--nemo-rl-dir", default=os.environ.get("RLGATE_NEMO_RL_DIR"))
+    p.add_argument(
+        "--backend",
+        required=True,
+        choices=["slurm", "ray", "local"],
+        help="slurm: sbatch NeMo RL's ray.sub (the site config's slurm: block); ray: submit "
+        "to a Ray cluster's job API (--ray-address or the site's); local: a subprocess here",
+    )
+    p.add_argument(
+        "--nemo-rl-dir",
+        default=os.environ.get("RLGATE_NEMO_RL_DIR"),
+        help="the NeMo RL checkout the run starts from (default: $RLGATE_NEMO_RL_DIR, else "
+        "the site config's nemo_rl_dir); with --backend ray, its path on the head node",
+    )
     p.add_argument("--site", default=os.environ.get("RLGATE_SITE"), help="site config YAML")
     p.add_argument("--steps", type=positive_int, help="grpo.max_num_steps (default: the recipe's)")
     p.add_argument(

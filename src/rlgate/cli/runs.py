@@ -234,7 +234,13 @@ def add_launch(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_launch(args: argparse.Namespace) -> int:
     from rlgate.launch.manifest import Backend
-    from rlgate.launch.plan import backend_for, launch, plan_launch
+    from rlgate.launch.plan import (
+        backend_for,
+        launch,
+        plan_launch,
+        require_pass_env,
+        unset_pass_env,
+    )
     from rlgate.launch.site import load_site_config, with_ray_address
 
     site = with_ray_address(load_site_config(args.site), args.ray_address)
@@ -251,6 +257,8 @@ def _cmd_launch(args: argparse.Namespace) -> int:
         entrypoint=_entrypoint(args.entrypoint),
     )
     script = backend_for(plan.backend, site).render(plan)
+    if not args.dry_run:  # the submit reads their values: refused before the recipe gate
+        require_pass_env(plan.pass_env)
     overrides = [*plan.launch_overrides, *plan.user_overrides]
     if not args.no_check and not _launch_gate(args.recipe, overrides, args.tokenizers):
         return ExitCode.FAIL
@@ -259,6 +267,12 @@ def _cmd_launch(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(script, end="")
         print(f"# rlgate dry run, nothing submitted: {cost}, GPU-hours {hours}")
+        if absent := unset_pass_env(plan.pass_env):
+            print(
+                f"rlgate: warning: the site config's pass_env names {absent}, which are not "
+                "set here: the launch refuses until they are exported",
+                file=sys.stderr,
+            )
         return ExitCode.OK
     manifest = launch(plan)
     print(f"launched {manifest.run_name} on {args.backend}: job(s) {' '.join(manifest.job_ids)}")

@@ -112,13 +112,49 @@ class TestPlan:
             monkeypatch.setenv(key, value)
         assert plan_local(tmp_path, site=SiteConfig()).recipe.unresolved == ()
 
-    def test_plan_requires_pass_env_variables_to_be_set(
+    def test_launch_requires_pass_env_variables_to_be_set(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
+        """Planning reads no pass_env value (a dry run shows the plan); submitting refuses."""
         monkeypatch.delenv("RLGATE_TEST_TOKEN", raising=False)
         site = SiteConfig(env=swe_env(tmp_path), pass_env=["RLGATE_TEST_TOKEN"])
-        with pytest.raises(LaunchError, match="RLGATE_TEST_TOKEN"):
-            plan_local(tmp_path, site=site)
+        plan = plan_local(tmp_path, site=site)
+        assert plan.pass_env == ("RLGATE_TEST_TOKEN",)
+        with pytest.raises(LaunchError, match=r"pass_env names \['RLGATE_TEST_TOKEN'\]"):
+            launch(plan)
+        assert not plan.run_dir.exists()  # refused before anything is written
+
+    @pytest.mark.parametrize("dry_run", [True, False])
+    def test_dry_run_notes_unset_pass_env_and_the_launch_refuses(
+        self,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+        dry_run: bool,
+    ) -> None:
+        monkeypatch.delenv("RLGATE_TEST_TOKEN", raising=False)
+        monkeypatch.delenv("RLGATE_TEST_OTHER", raising=False)
+        site = tmp_path / "site.yaml"
+        names = ["RLGATE_TEST_TOKEN", "RLGATE_TEST_OTHER"]
+        site.write_text(SiteConfig(env=swe_env(tmp_path), pass_env=names).model_dump_json())
+        run = tmp_path / "run"
+        argv = ["launch", str(TARGET), *ONE_NODE, "--backend", "local", "--site", str(site)]
+        argv += ["--entrypoint", shlex.join(STANDIN), "--run-dir", str(run), "--no-check"]
+        monkeypatch.setenv("RLGATE_TEST_OTHER", "set")  # only the unset one is named
+        code = main([*argv, "--dry-run"] if dry_run else argv)
+        out, err = capsys.readouterr()
+        assert not run.exists()
+        if dry_run:
+            assert code == 0, err
+            assert "rlgate dry run, nothing submitted" in out and "rlgate.testing.standin" in out
+            assert err.count("\n") == 1 and err.startswith("rlgate: warning: ")
+            assert "pass_env names ['RLGATE_TEST_TOKEN']" in err and "not set here" in err
+            assert "the launch refuses until they are exported" in err
+        else:
+            assert code == 2, err
+            assert out == ""
+            assert err.startswith("rlgate: error: the site config's pass_env names ")
+            assert "['RLGATE_TEST_TOKEN'], but they are not set here" in err
 
     def test_plan_never_reuses_a_run_directory(self, tmp_path: Path) -> None:
         (tmp_path / "run").mkdir()

@@ -29,7 +29,7 @@ from rlgate.core.errors import EXIT_ORDER_TEXT, ExitCode, RlgateError, worst_exi
 from rlgate.core.extras import missing_module_error
 from rlgate.core.options import TOKENIZERS
 from rlgate.core.text import printable
-from rlgate.core.versions import format_versions, tested_versions
+from rlgate.core.versions import distribution_version, format_versions, tested_versions
 
 if TYPE_CHECKING:
     from rlgate.checks.recipe import CompatReport
@@ -120,7 +120,12 @@ def _printable_streams() -> Iterator[None]:
 
 
 def _add_versions(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("versions", help="print the library versions rlgate tests against")
+    p = sub.add_parser(
+        "versions",
+        help="print the library versions rlgate tests against",
+        description="Print name=version of Python, rlgate and every library whose version "
+        "changes what the suite tests (absent: not installed here). Exit 0.",
+    )
     p.set_defaults(func=_cmd_versions)
 
 
@@ -364,9 +369,38 @@ class _Parser(argparse.ArgumentParser):
         return parsed, rest
 
 
+_DESCRIPTION = """\
+rlgate: release gates for async RL training with NeMo RL + NeMo Gym + vLLM.
+
+It checks a recipe before any GPU is spent (recipe check), launches and follows
+runs (launch, watch), judges a run's convergence and throughput against its
+recipe's bounds (check-run), compares SWE-bench results before and after
+training (swe), and merges every tier into one go/no-go report (report), with
+a nightly history to compare against (history, triage)."""
+
+_EPILOG = """\
+`rlgate COMMAND --help` shows a command's options and exit codes.
+Exit codes: 0 pass, 1 a gate or check failed, 2 usage or invalid input,
+3 infrastructure (a check could not run here), 70 a bug in rlgate,
+130 interrupted.
+Docs: README.md and docs/ in the rlgate repository: docs/running-tiers.md
+(the tiers), docs/launching.md, docs/swe-gate.md, docs/history.md."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser with every subcommand (a subcommand's parser is a _Parser)."""
-    parser = _Parser(prog="rlgate", description=__doc__.splitlines()[0])
+    parser = _Parser(
+        prog="rlgate",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"rlgate {distribution_version('rlgate')}",
+        help="print rlgate's version and exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     adders = (
         _add_versions,

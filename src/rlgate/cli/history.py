@@ -47,22 +47,31 @@ _DB_HELP = (
     "history database: an SQLite file or postgresql://user@host:port/db "
     "(default: $RLGATE_DB, else $XDG_DATA_HOME/rlgate/history.db)"
 )
-_RECORD_DB_HELP = (
-    "also record this command's results in this history database (an SQLite file, created "
-    "if absent, or postgresql://...; docs/history.md); a recipe band without static runs is "
-    "then built from the recipe's promoted runs"
+_RECORD_TO = "an SQLite file, created if absent, or postgresql://...; docs/history.md"
+#: ``--db`` of check-run and report, which also build a recipe's band from the history.
+RECORD_DB_HELP = (
+    f"also record this command's results in this history database ({_RECORD_TO}); a recipe "
+    "band without static runs is then built from the recipe's promoted runs"
+)
+#: ``--db`` of ``history record``, where recording is the command.
+HISTORY_RECORD_DB_HELP = (
+    f"the history database to record into ({_RECORD_TO}; default: $RLGATE_DB, else "
+    "$XDG_DATA_HOME/rlgate/history.db)"
+)
+#: ``--db`` of ``swe compare``, which records and builds no band.
+SWE_RECORD_DB_HELP = (
+    f"also record the criteria and each model's per-instance outcomes in this history "
+    f"database ({_RECORD_TO}; needs --before-model and --after-model)"
 )
 
 
-def add_record_options(parser: argparse.ArgumentParser, *, db_required: bool = False) -> None:
-    """``--db`` and the options that say what a recorded run was (docs/history.md)."""
+def add_record_options(parser: argparse.ArgumentParser, *, db_help: str = RECORD_DB_HELP) -> None:
+    """``--db`` and the options that say what a recorded run was (docs/history.md).
+
+    ``db_help`` says what this command does with the database.
+    """
     group = parser.add_argument_group("history (with --db)")
-    group.add_argument(
-        "--db",
-        metavar="DB",
-        required=db_required,
-        help=_DB_HELP if db_required else _RECORD_DB_HELP,
-    )
+    group.add_argument("--db", metavar="DB", help=db_help)
     group.add_argument(
         "--run-id",
         help="the id this run is recorded under (default: the run manifest's run name, else "
@@ -320,7 +329,7 @@ def add_history(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--recipe", help="the recipe (a file: its name and content hash; or a name)")
     r.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="NeMo RL override the run was judged with (repeatable)")  # fmt: skip
-    add_record_options(r)
+    add_record_options(r, db_help=HISTORY_RECORD_DB_HELP)
     r.set_defaults(func=_cmd_record)
 
     s = hsub.add_parser("show", help="trends of a recipe's checks over its recorded runs",
@@ -335,7 +344,13 @@ def add_history(sub: argparse._SubParsersAction) -> None:
     e = hsub.add_parser("export", help="write a table as CSV or Parquet (for notebooks)",
                         description=_HISTORY_DOC)  # fmt: skip
     e.add_argument("out", metavar="OUT", help="output file (.csv or .parquet)")
-    e.add_argument("--table", choices=["results", "runs", "steps", "swe"], default="results")
+    e.add_argument(
+        "--table",
+        choices=["results", "runs", "steps", "swe"],
+        default="results",
+        help="results: one row per check of a run (default); runs: one per run; steps: the "
+        "per-step metrics; swe: per-instance SWE-bench outcomes",
+    )
     e.add_argument("--format", choices=["csv", "parquet"], help="default: from OUT's suffix")
     e.add_argument("--recipe", help="only runs of this recipe")
     e.add_argument("--db", metavar="DB", help=_DB_HELP)
@@ -385,7 +400,7 @@ def add_history(sub: argparse._SubParsersAction) -> None:
         ("demote", "take a run out of its recipe's reference band"),
     ):
         q = hsub.add_parser(name, help=helptext, description=_HISTORY_DOC)
-        q.add_argument("run_id", metavar="RUN_ID")
+        q.add_argument("run_id", metavar="RUN_ID", help="the id the run was recorded under")
         q.add_argument("--db", metavar="DB", help=_DB_HELP)
         if name == "promote":
             q.add_argument(

@@ -198,8 +198,19 @@ def add_launch(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("recipe", help="NeMo RL config YAML (a defaults: chain is followed)")
     p.add_argument("overrides", nargs="*", help="NeMo RL (Hydra) overrides: a.b=c, ++a.b=c, ~a.b")
-    p.add_argument("--backend", required=True, choices=["slurm", "ray", "local"])
-    p.add_argument("--nemo-rl-dir", default=os.environ.get("RLGATE_NEMO_RL_DIR"))
+    p.add_argument(
+        "--backend",
+        required=True,
+        choices=["slurm", "ray", "local"],
+        help="slurm: sbatch NeMo RL's ray.sub (the site config's slurm: block); ray: submit "
+        "to a Ray cluster's job API (--ray-address or the site's); local: a subprocess here",
+    )
+    p.add_argument(
+        "--nemo-rl-dir",
+        default=os.environ.get("RLGATE_NEMO_RL_DIR"),
+        help="the NeMo RL checkout the run starts from (default: $RLGATE_NEMO_RL_DIR, else "
+        "the site config's nemo_rl_dir); with --backend ray, its path on the head node",
+    )
     p.add_argument("--site", default=os.environ.get("RLGATE_SITE"), help="site config YAML")
     p.add_argument("--steps", type=positive_int, help="grpo.max_num_steps (default: the recipe's)")
     p.add_argument(
@@ -223,7 +234,13 @@ def add_launch(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_launch(args: argparse.Namespace) -> int:
     from rlgate.launch.manifest import Backend
-    from rlgate.launch.plan import backend_for, launch, plan_launch
+    from rlgate.launch.plan import (
+        backend_for,
+        launch,
+        plan_launch,
+        require_pass_env,
+        unset_pass_env,
+    )
     from rlgate.launch.site import load_site_config, with_ray_address
 
     site = with_ray_address(load_site_config(args.site), args.ray_address)
@@ -240,6 +257,8 @@ def _cmd_launch(args: argparse.Namespace) -> int:
         entrypoint=_entrypoint(args.entrypoint),
     )
     script = backend_for(plan.backend, site).render(plan)
+    if not args.dry_run:  # the submit reads their values: refused before the recipe gate
+        require_pass_env(plan.pass_env)
     overrides = [*plan.launch_overrides, *plan.user_overrides]
     if not args.no_check and not _launch_gate(args.recipe, overrides, args.tokenizers):
         return ExitCode.FAIL
@@ -248,6 +267,12 @@ def _cmd_launch(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(script, end="")
         print(f"# rlgate dry run, nothing submitted: {cost}, GPU-hours {hours}")
+        if absent := unset_pass_env(plan.pass_env):
+            print(
+                f"rlgate: warning: the site config's pass_env names {absent}, which are not "
+                "set here: the launch refuses until they are exported",
+                file=sys.stderr,
+            )
         return ExitCode.OK
     manifest = launch(plan)
     print(f"launched {manifest.run_name} on {args.backend}: job(s) {' '.join(manifest.job_ids)}")

@@ -11,7 +11,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rlgate.cli.history import add_record_options, context_for, open_db, record, refuse_recorded
+from rlgate.cli.history import (
+    SWE_RECORD_DB_HELP,
+    add_record_options,
+    context_for,
+    open_db,
+    record,
+    refuse_recorded,
+)
 from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.options import (
     SWE_AFTER,
@@ -57,6 +64,17 @@ def _split(text: str) -> str:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
+_SPLIT_HELP = "the dataset split (default: test; an HF slice such as test[:50] also works)"
+
+_POWER_DOC = (
+    "The smallest before/after difference in resolve rate (percentage points) an evaluation "
+    "of this design detects with the given power: exact McNemar for one seed, a normal "
+    "model for more (docs/swe-gate.md). Lists of --n, --discordance and --seeds print one "
+    "row per combination. Exit codes: 0 printed, 2 usage/invalid input (a value out of "
+    "range, too much exact work), 70 a bug in rlgate"
+)
+
+
 def add_swe(sub: argparse._SubParsersAction) -> None:
     """Register ``rlgate swe``."""
     p = sub.add_parser("swe", help="SWE-bench before/after gate (tier 4)")
@@ -66,7 +84,7 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
     SWE_BEFORE.add_to(c, required=True)
     SWE_AFTER.add_to(c, required=True)
     SWE_DATASET.add_to(c, default=dataset)
-    c.add_argument("--split", type=_split, default="test")
+    c.add_argument("--split", type=_split, default="test", help=_SPLIT_HELP)
     for option in (SWE_ALPHA, SWE_MARGIN_PP, SWE_MAX_INFRA_ERROR_RATE):
         option.add_to(c)
     c.add_argument(
@@ -89,7 +107,7 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--json", type=Path, help="write the comparison JSON here")
     c.add_argument("--junit", type=Path, help="write JUnit XML here")
-    add_record_options(c)
+    add_record_options(c, db_help=SWE_RECORD_DB_HELP)
     for arm in ("before", "after"):
         c.add_argument(
             f"--{arm}-model",
@@ -101,20 +119,46 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
         )
     c.add_argument("--recipe", help="with --db: the recipe recorded (default: swe_gate)")
     c.set_defaults(func=_cmd_swe_compare)
-    w = swe.add_parser("power", help="minimum detectable difference for an eval design")
-    w.add_argument(
-        "--n", type=int_in(1, MAX_POWER_N), action=Extend, default=[500], help="instances"
+    w = swe.add_parser(
+        "power", help="minimum detectable difference for an eval design", description=_POWER_DOC
     )
     w.add_argument(
-        "--discordance", type=float_in(0, 1, open_lo=True), action=Extend, default=[0.15]
+        "--n",
+        type=int_in(1, MAX_POWER_N),
+        action=Extend,
+        default=[500],
+        help=f"instances evaluated (1..{MAX_POWER_N:,}; default 500)",
     )
     w.add_argument(
-        "--seeds", type=int_in(1, MAX_POWER_SEEDS), action=Extend, default=[1], help="runs per arm"
+        "--discordance",
+        type=float_in(0, 1, open_lo=True),
+        action=Extend,
+        default=[0.15],
+        help="share of instances resolved by exactly one of two runs, in (0, 1] (same-model "
+        "reruns give 0.07-0.15 on Verified; default 0.15)",
+    )
+    w.add_argument(
+        "--seeds",
+        type=int_in(1, MAX_POWER_SEEDS),
+        action=Extend,
+        default=[1],
+        help=f"runs per arm (1..{MAX_POWER_SEEDS}; default 1)",
     )
     SWE_ALPHA.add_to(w)
-    w.add_argument("--power", type=float_in(0, 1, open_lo=True, open_hi=True), default=0.8)
-    w.add_argument("--noise-fraction", type=float_in(0, 1), default=None)
-    w.add_argument("--json", type=Path)
+    w.add_argument(
+        "--power",
+        type=float_in(0, 1, open_lo=True, open_hi=True),
+        default=0.8,
+        help="probability of detecting the difference, in (0, 1) (default 0.8)",
+    )
+    w.add_argument(
+        "--noise-fraction",
+        type=float_in(0, 1),
+        default=None,
+        help="with --seeds > 1: the share of the one-seed discordance that is sampling noise, "
+        "in [0, 1] (default 0.11/0.15)",
+    )
+    w.add_argument("--json", type=Path, help="also write the rows as JSON here")
     w.set_defaults(func=_cmd_swe_power)
     e = swe.add_parser(
         "eval",
@@ -128,18 +172,40 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
         help="docker: swebench's harness on --predictions (needs a Docker daemon or --modal); "
         "gym / nemo-skills: the agent and grading in Apptainer on a cluster (docs/swe-gate.md)",
     )
-    e.add_argument("--predictions", type=Path, metavar="PREDS.jsonl", help="docker backend")
-    e.add_argument("--run-id", help="docker backend: a fresh id per model and seed")
+    e.add_argument(
+        "--predictions",
+        type=Path,
+        metavar="PREDS.jsonl",
+        help="docker backend (required there): the model's patches, one JSON object per line "
+        "with instance_id, model_name_or_path and model_patch (swebench's format)",
+    )
+    e.add_argument(
+        "--run-id",
+        help="docker backend (required there): the harness's run id, fresh per model and "
+        "seed (1-128 characters of A-Z a-z 0-9 . _ -, the first a letter or digit); the run "
+        "directory defaults to swe_runs/<run-id>. Not the history's run id of --db",
+    )
     SWE_DATASET.add_to(e, default=dataset)
-    e.add_argument("--split", type=_split, default="test")
-    e.add_argument("--max-workers", type=int_in(1, MAX_WORKERS), default=4)
+    e.add_argument("--split", type=_split, default="test", help=_SPLIT_HELP)
+    e.add_argument(
+        "--max-workers",
+        type=int_in(1, MAX_WORKERS),
+        default=4,
+        help=f"docker backend: instances evaluated at once (1..{MAX_WORKERS:,}; default 4)",
+    )
     e.add_argument(
         "--timeout",
         type=int_in(1, MAX_TIMEOUT_S),
         default=1800,
         help="per-instance test timeout (s)",
     )
-    e.add_argument("--instance-ids", action=Extend, default=[])
+    e.add_argument(
+        "--instance-ids",
+        action=Extend,
+        default=[],
+        metavar="ID",
+        help="evaluate only these instances (default: every instance of the split)",
+    )
     e.add_argument("--run-dir", type=Path, help="default: swe_runs/<run-id>")
     e.add_argument("--modal", action="store_true", help="run on Modal instead of Docker")
     e.add_argument("--allow-pull", action="store_true", help="let the harness pull images")
@@ -153,7 +219,10 @@ _EVAL_DOC = (
     "nemo-skills run the agent and the grading on a Docker-less cluster through NeMo Gym "
     "(ng_run + ng_collect_rollouts, swe_agents) or NeMo-Skills (ns eval --benchmarks=swe-bench:N), "
     "resuming from what --output-dir already holds; --dry-run prints the exact commands and "
-    "the GPU- and CPU-hours. exit codes: 0 done, 2 bad input, 3 infrastructure"
+    "the GPU- and CPU-hours. Exit codes: 0 done (remaining infra failures are a warning; "
+    "with --dry-run: printed), 2 usage/invalid input (bad predictions, a run id already "
+    "used), 3 infrastructure (no Docker daemon, missing images, no usable report; the "
+    "engine not installed or a command failed: rerun to resume), 70 a bug in rlgate"
 )
 
 
@@ -165,19 +234,34 @@ def _add_cluster_eval(e: argparse.ArgumentParser) -> None:
     g.add_argument("--seeds", type=int_in(1, 256), default=1, help="runs per instance (N)")
     g.add_argument("--server-url", help="the checkpoint's vLLM server, http://HOST:PORT/v1")
     g.add_argument("--server-gpus", type=int_in(0, 4096), default=8, help="GPUs serving it")
-    g.add_argument("--concurrency", type=int_in(1, 100_000), default=64)
+    g.add_argument(
+        "--concurrency",
+        type=int_in(1, 100_000),
+        default=64,
+        help="instances run at once (default 64); also sets the wall-time estimate",
+    )
     g.add_argument(
         "--minutes-per-instance",
         type=int_in(1, 7 * 24 * 60),
         default=45,
         help="upper bound per instance for the cost (agent timeout + tests timeout)",
     )
-    g.add_argument("--cpus-per-instance", type=float_in(0, 1024, open_lo=True), default=1.0)
+    g.add_argument(
+        "--cpus-per-instance",
+        type=float_in(0, 1024, open_lo=True),
+        default=1.0,
+        help="CPU cores one instance's sandbox uses, for the CPU-hours (default 1)",
+    )
     g.add_argument("--gym-input", type=Path, help="gym: SWE-bench Verified rows in Gym's format")
     g.add_argument("--gym-config", help="gym: the swe_agents config (default: swebench_openhands)")
     g.add_argument("--container-formatter", help="gym: .sif path template with {instance_id}")
     g.add_argument("--cluster", help="nemo-skills: the cluster config ns eval submits through")
-    g.add_argument("--agent-framework", choices=["openhands", "swe_agent"], default="openhands")
+    g.add_argument(
+        "--agent-framework",
+        choices=["openhands", "swe_agent"],
+        default="openhands",
+        help="nemo-skills: the agent that writes the patch (default openhands)",
+    )
     g.add_argument(
         "--override",
         action="append",

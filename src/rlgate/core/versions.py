@@ -30,11 +30,16 @@ def tested_versions() -> dict[str, str]:
     """Return ``{distribution: version}`` for the tracked stack (``"absent"`` if missing)."""
     found = {"python": platform.python_version()}
     for dist in TRACKED_DISTRIBUTIONS:
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            found[dist] = "absent"
+        found[dist] = distribution_version(dist)
     return found
+
+
+def distribution_version(dist: str) -> str:
+    """One installed distribution's version (``"absent"`` if it is not installed)."""
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "absent"
 
 
 def format_versions(versions: dict[str, str]) -> str:

@@ -211,13 +211,11 @@ def _shell_command(argv: Sequence[str], workdir: Path | None) -> str:
 def _load_as_the_run_will(
     path: Path, overrides: Sequence[str], site: SiteConfig, backend: Backend
 ) -> Recipe:
-    """Load the recipe with the run's environment; refuse what would not resolve there."""
-    absent = [k for k in site.pass_env if k not in os.environ]
-    if absent:
-        raise LaunchError(
-            f"the site config's pass_env names {absent}, but they are not set here",
-            hint="export them before launching, or drop them from pass_env",
-        )
+    """Load the recipe with the run's environment; refuse what would not resolve there.
+
+    A ``pass_env`` variable counts as available although it may be unset here: planning
+    reads no value, and :func:`launch` refuses to submit until it is set.
+    """
     available = set(site.env) | set(site.pass_env)
     if backend is not Backend.RAY:  # sbatch and subprocesses inherit the launching env
         available |= set(os.environ)
@@ -225,6 +223,24 @@ def _load_as_the_run_will(
         recipe = load_recipe(path, overrides)
     _check_resolvable(recipe, available, backend)
     return recipe
+
+
+def unset_pass_env(names: Sequence[str]) -> list[str]:
+    """The ``pass_env`` names that are not set in this environment (in the site's order)."""
+    return [name for name in names if name not in os.environ]
+
+
+def require_pass_env(names: Sequence[str]) -> None:
+    """Refuse to submit while a ``pass_env`` variable is unset: the job would start without it.
+
+    Raises:
+        LaunchError: naming every unset variable.
+    """
+    if absent := unset_pass_env(names):
+        raise LaunchError(
+            f"the site config's pass_env names {absent}, but they are not set here",
+            hint="export them before launching, or drop them from pass_env",
+        )
 
 
 def plan_launch(
@@ -404,10 +420,12 @@ def launch(plan: LaunchPlan) -> RunManifest:
     """Create the run directory, write the manifest, submit, and record the job handle.
 
     Raises:
-        LaunchError: the backend refused the plan or the submission failed (the manifest then
-            records status ``failed`` and the reason).
+        LaunchError: a ``pass_env`` variable is not set (nothing is written), the backend
+            refused the plan or the submission failed (the manifest then records status
+            ``failed`` and the reason).
         InfraError: the cluster (Slurm commands, Ray dashboard) is unreachable.
     """
+    require_pass_env(plan.pass_env)
     backend = backend_for(plan.backend, plan.site)
     backend.render(plan)  # validates the plan against the backend before anything is written
     run = _fresh_run_dir(plan.run_dir)

@@ -42,6 +42,34 @@ class TestCheckRunCommand:
         assert {c["status"] for c in doc["checks"]} == {"pass"} and doc["target_step"] == 20
         assert {"name", "tier", "status", "value", "bound", "message"} <= set(doc["checks"][0])
 
+    def test_an_early_stop_success_says_what_passed_in_table_json_and_junit(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """GBS 256 seed 1 reached its target accuracy at step 18 of 30 (a real MLPerf log).
+
+        "PASS completion 18 >= 30" reads as a contradiction: every output says what passed,
+        while value, op and threshold stay as recorded (the step reached, >= the max steps).
+        """
+        out, junit = tmp_path / "r.json", tmp_path / "r.xml"
+        args = ["check-run", str(mlperf_path(256, 1)), "--recipe", str(RECIPE)]
+        code = main([*args, "--tier", "convergence", "--json", str(out), "--junit", str(junit)])
+        table = capsys.readouterr().out
+        assert code == 0, table
+        line = next(x for x in table.splitlines() if x.split()[1:2] == ["completion"])
+        said = "target accuracy reached at step 18 (early stop, max 30)"
+        assert line.split()[:3] == ["PASS", "completion", "18"] and said in line, line
+        assert ">= 30" not in line and "early stop on success" in line, line
+        check = next(c for c in json.loads(out.read_text())["checks"] if c["name"] == "completion")
+        assert check["message"].startswith(said + ": MLPerf run_stop status=success")
+        assert ">= target_accuracy 0.69" in check["message"]
+        assert (check["value"], check["op"], check["threshold"]) == (18, ">=", 30)
+        assert check["bound"] == "early stop on success" and check["unit"] == "step"
+        case = next(c for c in ET.parse(junit).iter("testcase") if c.get("name") == "completion")
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert props["rlgate.message"] == check["message"]
+        assert props["rlgate.bound"] == "early stop on success"
+        assert (props["rlgate.value"], props["rlgate.threshold"]) == ("18", "30")
+
     def test_check_run_exits_one_and_writes_junit_on_a_fault(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

@@ -52,6 +52,7 @@ class TestCompletion:
     def test_completion_passes_when_the_target_step_is_reached(self) -> None:
         res = evaluate_completion(make_run({"train/loss": [0.1] * 10}), CTX, CompletionSpec())
         assert res.outcome is Outcome.PASS and res.value == 10
+        assert res.bound == ">= 10" and res.message == "reached step 10 (target 10)"
 
     def test_completion_errors_when_the_run_stopped_early(self) -> None:
         """NeMo RL's suite scripts skip their checks and exit 0 here; rlgate must not."""
@@ -72,6 +73,8 @@ class TestCompletion:
         run = make_run({"train/loss": [0.1] * 6, "validation/pass_k": {0: 0.5, 6: 0.7}})
         res = evaluate_completion(run, ctx, CompletionSpec())
         assert res.outcome is Outcome.PASS and "validation/pass_k = 0.7 >= 0.69" in res.message
+        assert res.message.startswith("stop threshold reached at step 6 (early stop, max 10): ")
+        assert (res.value, res.threshold, res.bound) == (6, 10, "early stop on success")
         below = make_run({"train/loss": [0.1] * 6, "validation/pass_k": {0: 0.5, 6: 0.6}})
         assert evaluate_completion(below, ctx, CompletionSpec()).outcome is Outcome.ERROR
 
@@ -81,6 +84,12 @@ class TestCompletion:
         for seed in SEEDS:
             res = evaluate_completion(mlperf_run(gbs, seed), plan.context, CompletionSpec())
             assert res.outcome is Outcome.PASS and "run_stop status=success" in res.message
+            reached, target = int(res.value), plan.context.target_step
+            if reached < target:
+                said = f"target accuracy reached at step {reached} (early stop, max {target}): "
+                assert res.message.startswith(said) and res.bound == "early stop on success"
+            else:
+                assert res.bound == f">= {target}", res.message
 
     def test_completion_errors_on_an_aborted_mlperf_run(self) -> None:
         # the evaluation at step 7 proves step 7 was trained (its train stats are not logged)

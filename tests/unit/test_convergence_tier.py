@@ -77,7 +77,13 @@ class TestTiersOnRealMlperfRun:
         assert results["band_curve:train/reward"] == "skipped"  # no --band-run
         assert {v for k, v in results.items() if not k.startswith("band_")} == {"passed"}
         facts = props(cases["test_convergence_check[completion]"])
-        assert facts["rlgate.value"] == "18" and facts["rlgate.bound"] == ">= 30"
+        # stopped at step 18 of 30 on reaching its target accuracy: value and threshold as
+        # recorded, the bound and message say what passed
+        assert facts["rlgate.value"] == "18" and facts["rlgate.threshold"] == "30"
+        assert facts["rlgate.bound"] == "early stop on success"
+        assert facts["rlgate.message"].startswith(
+            "target accuracy reached at step 18 (early stop, max 30): "
+        )
         assert facts["rlgate.metric"] == "train/loss" and facts["rlgate.run_dir"] == str(run)
         assert facts["rlgate.recipe"] == RECIPE.stem and facts["rlgate.verdict"] == "pass"
         perf = props(cases["test_perf_check[perf:timing/train/total_step_time]"])

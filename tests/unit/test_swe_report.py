@@ -10,6 +10,7 @@ from rlgate.core.junit import read_junit
 from rlgate.core.results import Outcome
 from rlgate.swe.compare import Criterion, GateOptions, compare_arms
 from rlgate.swe.readers import load_arm
+from rlgate.swe.records import Outcome as Outcome_
 from rlgate.swe.records import load_universe
 from rlgate.swe.report import (
     CRITERIA_SUITE,
@@ -146,3 +147,69 @@ class TestRenderSweSummary:
         assert "before" in text and "after" in text
         for row in comparison.per_repo:
             assert row.repo in text
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """Two seeds per arm on 30 Verified instances; the before seeds' patches fail on 3 and 2."""
+    root = tmp_path_factory.mktemp("seeded")
+    ids = [r["instance_id"] for r in si.verified_rows()][::16][:30]
+    universe = load_universe(si.write_subset_dataset(root / "u.jsonl", ids))
+    rng = np.random.default_rng(REPORT_SEED + 1)
+    before = []
+    for seed, failed in ((0, 3), (1, 2)):
+        solved = rng.random(30) < 0.5
+        kinds = {i: si.RESOLVED if s else si.UNRESOLVED for i, s in zip(ids, solved, strict=True)}
+        kinds.update(dict.fromkeys(ids[:failed], si.PATCH_FAILED))
+        run = si.write_harness_run(root / f"b{seed}", f"b{seed}", kinds, dataset_ids=ids)
+        before.append(run.final_report)
+    after = []
+    for seed in range(2):
+        path = root / f"after{seed}.json"
+        solved = rng.random(30) < 0.6
+        outcomes = {i: {"resolved": bool(s)} for i, s in zip(ids, solved, strict=True)}
+        path.write_text(json.dumps(outcomes))
+        after.append(path)
+    return compare_arms(
+        load_arm("before", before, universe),
+        load_arm("after", after, universe),
+        universe,
+        GateOptions(n_resamples=1000, max_infra_error_rate=0.1),
+    )
+
+
+class TestSummaryLabels:
+    """What the summary's columns count is said where they are printed (issue 24)."""
+
+    def test_patch_failed_is_named_for_what_it_means(self, seeded):
+        lines = render_swe_summary(seeded).splitlines()
+        head = next(line for line in lines if line.split()[:2] == ["arm", "runs"])
+        assert "nopatch" not in head and "patch-failed" in head.split(), head
+        before = next(line for line in lines if line.split()[:1] == ["before"])
+        column = head.split().index("patch-failed")
+        # the before arm's seeds failed to apply 3 and 2 patches: the column shows the most
+        assert before.split()[column] == "3" and seeded.before.counts(Outcome_.PATCH_FAILED) == (
+            3,
+            2,
+        )
+        assert any("patch-failed: the patch failed to apply" in line for line in lines), lines
+        assert any("the largest count over an arm's runs" in line for line in lines), lines
+
+    def test_per_repository_columns_say_they_are_mean_counts_over_seeds(self, seeded):
+        lines = render_swe_summary(seeded).splitlines()
+        i = next(k for k, line in enumerate(lines) if line.split()[:1] == ["repository"])
+        title = lines[i - 2]
+        assert "resolved instances, mean of 2 seeds each (not %)" in title, title
+        assert lines[i].split() == ["repository", "n", "before", "after", "d", "pp", "+/-"]
+        rows = {line.split()[0]: line.split() for line in lines[i + 1 :] if "/" in line[:30]}
+        for repo in seeded.per_repo:
+            row = rows[repo.repo]
+            assert float(row[2]) == pytest.approx(repo.before_resolved, abs=0.05)
+            assert float(row[2]) <= repo.n  # a count of that repository's instances
+        assert any(r.before_resolved != int(r.before_resolved) for r in seeded.per_repo)
+
+    def test_json_keys_stay_as_they_were(self, seeded):
+        doc = json.loads(json.dumps(comparison_to_dict(seeded)))
+        assert doc["before"]["patch_failed"] == [3, 2]
+        keys = {"repo", "n", "before_resolved", "after_resolved", "delta_pp", "gained", "lost"}
+        assert all(set(r) == keys for r in doc["per_repo"])

@@ -336,7 +336,12 @@ def add_history(sub: argparse._SubParsersAction) -> None:
                         description=_HISTORY_DOC)  # fmt: skip
     s.add_argument("recipe", metavar="RECIPE", help="recipe name (its file stem)")
     s.add_argument("--check", help="one check's values, bound and message run by run")
-    s.add_argument("--last", type=positive_int, default=20, help="nightlies shown (default 20)")
+    s.add_argument(
+        "--last",
+        type=positive_int,
+        default=20,
+        help="nightlies shown in each table, check runs and SWE runs (default 20)",
+    )
     s.add_argument("--branch", help="only runs of this branch")
     s.add_argument("--db", metavar="DB", help=_DB_HELP)
     s.set_defaults(func=_cmd_show)
@@ -509,7 +514,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     from rlgate.history.show import render_history
 
     with open_db(args.db, create=False) as store:
-        runs = store.runs(recipe=args.recipe, branch=args.branch, last=args.last)
+        runs = store.runs(recipe=args.recipe, branch=args.branch)
         if not runs:
             recipes = sorted({r.context.recipe for r in store.runs(last=200)})
             raise RlgateError(
@@ -518,7 +523,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
                 + f" in {store.shown}",
                 hint=f"recorded recipes: {', '.join(recipes[:10]) or 'none'}",
             )
-        print(render_history(runs, args.recipe, check=args.check, shown=store.shown), end="")
+        text = render_history(
+            runs, args.recipe, check=args.check, shown=store.shown, last=args.last
+        )
+        print(text, end="")
     return ExitCode.OK
 
 

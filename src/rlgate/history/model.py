@@ -16,9 +16,10 @@ another tool wrote gets no more trust than an option on the command line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -33,6 +34,8 @@ __all__ = [
     "RunContext",
     "SweInstanceRow",
     "SweOutcome",
+    "last_nightlies",
+    "nightly_key",
     "utc_now",
 ]
 
@@ -112,6 +115,27 @@ class RecordedRun(_Record):
     context: RunContext
     results: list[Result]
     promoted: bool = False
+
+
+def nightly_key(context: RunContext) -> tuple[str, str]:
+    """What ``--last N`` counts: the run's nightly id, else the run (a nightly of its own)."""
+    return ("nightly", context.nightly_id) if context.nightly_id else ("run", context.run_id)
+
+
+_T = TypeVar("_T")
+
+
+def last_nightlies(items: Iterable[_T], last: int, context: Callable[[_T], RunContext]) -> list[_T]:
+    """The items (given newest first) of the ``last`` newest nightlies (:func:`nightly_key`)."""
+    keep, nightlies = [], set()
+    for item in items:
+        key = nightly_key(context(item))
+        if key not in nightlies:
+            if len(nightlies) == last:
+                continue
+            nightlies.add(key)
+        keep.append(item)
+    return keep
 
 
 _SHA = re.compile(r"[0-9a-f]{7,64}")

@@ -57,7 +57,14 @@ from sqlalchemy.engine import URL, Connection, Engine
 from rlgate.core.errors import InfraError, RlgateError
 from rlgate.core.results import Result
 from rlgate.core.text import SECRET_PARAMETER, one_line, redact_url
-from rlgate.history.model import CommitRef, RecordedRun, RunContext, SweInstanceRow, utc_now
+from rlgate.history.model import (
+    CommitRef,
+    RecordedRun,
+    RunContext,
+    SweInstanceRow,
+    last_nightlies,
+    utc_now,
+)
 from rlgate.history.rows import (
     RESULT_COLUMNS,
     RUN_COLUMNS,
@@ -908,16 +915,7 @@ class Store:
             if commit is not None:
                 rows = [r for r in rows if commit.matches(r.context.commits)]
             if last is not None:
-                keep, nightlies = [], set()
-                for row in rows:
-                    c = row.context
-                    key = ("nightly", c.nightly_id) if c.nightly_id else ("run", row.pk)
-                    if key not in nightlies:
-                        if len(nightlies) == last:
-                            continue
-                        nightlies.add(key)
-                    keep.append(row)
-                rows = keep
+                rows = last_nightlies(rows, last, lambda row: row.context)
             return self._recorded(conn, rows)
 
     def exists(self, run_id: str) -> bool:

@@ -432,6 +432,17 @@ def _side_by_side(full: SweComparison, reduced: ReducedComparison) -> list[str]:
     return [*lines, *(f"    - reduced: {reason}" for reason in r.reasons)]
 
 
+def _seeds_text(c: SweComparison) -> str:
+    """What the per-repository before/after columns count: resolved instances, seed means."""
+    b, a = len(c.before.runs), len(c.after.runs)
+    seeds = (
+        (f"mean of {b} seeds each" if b > 1 else "1 seed each")
+        if a == b
+        else f"mean of {b} before / {a} after seed(s)"
+    )
+    return f"resolved instances, {seeds} (not %)"
+
+
 def render_swe_summary(
     comparison: SweComparison, reduced: ReducedComparison | UnformedReduction | None = None
 ) -> str:
@@ -444,7 +455,7 @@ def render_swe_summary(
         f"  instance set: {instance_set_text(u)}",
         f"  dataset {u.source}: {u.n} instances, sha256 {(u.file_sha256 or u.ids_sha256)[:12]}",
         "",
-        f"  {'arm':<7}{'runs':>5}{'rate':>9}{'+/-SE':>8}{'empty':>7}{'nopatch':>8}"
+        f"  {'arm':<7}{'runs':>5}{'rate':>9}{'+/-SE':>8}{'empty':>7}{'patch-failed':>13}"
         f"{'errors':>7}{'infra':>6}{'missing':>8}{'infra%':>8}",
     ]
     for arm in (c.before, c.after):
@@ -452,12 +463,19 @@ def render_swe_summary(
         worst = arm.worst_run.infra_error_rate
         lines.append(
             f"  {arm.name:<7}{len(arm.runs):>5}{_pct(arm.rate):>9}{se:>8}"
-            f"{max(arm.counts(Outcome.EMPTY_PATCH)):>7}{max(arm.counts(Outcome.PATCH_FAILED)):>8}"
+            f"{max(arm.counts(Outcome.EMPTY_PATCH)):>7}{max(arm.counts(Outcome.PATCH_FAILED)):>13}"
             f"{max(arm.counts(Outcome.ERROR)):>7}{max(arm.counts(Outcome.INFRA)):>6}"
             f"{max(arm.counts(Outcome.MISSING)):>8}{_pct(worst):>8}"
         )
+    lines += [
+        "  each count: instances, the largest count over an arm's runs; empty: no patch produced;",
+        "  patch-failed: the patch failed to apply; errors: no readable harness report;",
+        "  infra: an environment fault; missing: no result; infra%: the worst run's infra rate",
+    ]
     lines += ["", "  criteria:", *render_table(c.criteria).splitlines()]
-    lines += ["", f"  {'repository':<28}{'n':>5}{'before':>9}{'after':>9}{'d pp':>8}{'+/-':>9}"]
+    lines += ["", f"  per repository: {_seeds_text(c)}"]
+    lines += ["  d pp: the difference of resolve rates; +/-: instances gained / lost"]
+    lines += [f"  {'repository':<28}{'n':>5}{'before':>9}{'after':>9}{'d pp':>8}{'+/-':>9}"]
     for r in c.per_repo:
         lines.append(
             f"  {r.repo:<28}{r.n:>5}{r.before_resolved:>9.1f}{r.after_resolved:>9.1f}"

@@ -28,7 +28,12 @@ from rlgate.recipe.facts import RunContext, is_finite_number
 from rlgate.recipe.spec import ContextOverrides, StrictModel
 from rlgate.runs.metrics import RunMetrics, SourceKind, run_progress
 
-__all__ = ["CompletionFields", "CompletionSpec", "evaluate_completion"]
+__all__ = ["EARLY_STOP_BOUND", "CompletionFields", "CompletionSpec", "evaluate_completion"]
+
+#: The bound an early-stop PASS shows instead of ``>= <max steps>`` (its value, op and
+#: threshold stay the step reached, ``>=``, the max steps: the rule is "reach it or stop early
+#: on success").
+EARLY_STOP_BOUND = "early stop on success"
 
 
 class CompletionSpec(StrictModel):
@@ -83,9 +88,9 @@ def evaluate_completion(run: RunMetrics, ctx: RunContext, spec: CompletionSpec) 
     evidence: dict[str, Any] = {**progress.evidence(), "target": target}
     note = f"; {detail}" if detail else ""
 
-    def done(outcome: Outcome, message: str) -> Result:
+    def done(outcome: Outcome, message: str, shown: str = bound) -> Result:
         return run_result(
-            "completion", outcome, reached, bound, message + note, metric, evidence=evidence, **step
+            "completion", outcome, reached, shown, message + note, metric, evidence=evidence, **step
         )
 
     status = run.metadata.get("run_status") if mlperf else None
@@ -110,7 +115,13 @@ def evaluate_completion(run: RunMetrics, ctx: RunContext, spec: CompletionSpec) 
     if not progress.gaps:
         early = _early_stop(run, ctx, reached, accuracy if status == "success" else None)
         if early is not None:
-            return done(Outcome.PASS, early)
+            # value, op and threshold stay the step reached, >= the max steps; what passed
+            # is the early stop, so the bound and the message say so (not "18 >= 30")
+            return done(
+                Outcome.PASS,
+                f"{early[0]} at step {reached} (early stop, max {target}): {early[1]}",
+                EARLY_STOP_BOUND,
+            )
     return done(
         Outcome.ERROR,
         f"run stopped at step {reached}, target step {target} not reached "
@@ -143,20 +154,17 @@ def _mlperf_accuracy(run: RunMetrics) -> tuple[bool, str]:
 
 def _early_stop(
     run: RunMetrics, ctx: RunContext, reached: int, mlperf_success: str | None
-) -> str | None:
+) -> tuple[str, str] | None:
+    """What the run reached when it stopped early on success, and the evidence, else None."""
     if mlperf_success is not None:
-        return (
-            f"stopped at step {reached} with MLPerf run_stop status=success before max_steps: "
-            f"{mlperf_success}"
-        )
+        return "target accuracy reached", f"MLPerf run_stop status=success, {mlperf_success}"
     if ctx.stop_metric and ctx.stop_threshold is not None:
         val = run.series.get(f"validation/{ctx.stop_metric}")
         value = val.value_at(reached) if val is not None else None
         if value is not None and np.isfinite(value) and value >= ctx.stop_threshold:
-            return (
-                f"stopped early at step {reached}: validation/{ctx.stop_metric} = "
-                f"{value:.4g} >= {ctx.stop_threshold} at that step "
-                "(grpo.stop_at_validation_threshold; grpo.py exits at the end of the step "
+            return "stop threshold reached", (
+                f"validation/{ctx.stop_metric} = {value:.4g} >= {ctx.stop_threshold} at that "
+                "step (grpo.stop_at_validation_threshold; grpo.py exits at the end of the step "
                 "whose validation reaches it)"
             )
     return None

@@ -13,6 +13,10 @@ import re
 
 from markdown_it import MarkdownIt
 
+from rlgate.report.build import build_report
+from rlgate.report.render import render_markdown
+
+from .helpers import report_inputs as ri
 from .helpers.demo_build import demo_without_functional
 
 
@@ -56,3 +60,22 @@ def test_a_directory_input_is_not_hashed_as_the_word_directory():
     assert baseline.endswith("` a directory (its files are not hashed)"), baseline
     run_json = next(line for line in md.splitlines() if "run.json`" in line)
     assert re.search(r"` sha256 `[0-9a-f]{64}`$", run_json), run_json
+
+
+def test_skips_and_expected_failures_are_one_table_not_two():
+    """Real pytest JUnit with a skip and a strict xfail (tests/unit/helpers/report_inputs.py)."""
+    inputs = ri.full_set()
+    inputs["junit"] = [ri.functional_mixed(), *inputs["junit"][1:]]  # type: ignore[misc]
+    md = render_markdown(build_report(**inputs, draw_plots=False))  # type: ignore[arg-type]
+    allowances = md.split('<a id="allowances"></a>', 1)[1].split("\n## ", 1)[0]
+    evidence = md.split("## Evidence by tier", 1)[1].split('<a id="allowances"></a>', 1)[0]
+    for name in ("test_skipped", "test_known_limitation"):
+        rows = [line for line in md.splitlines() if line.startswith("| ") and name in line]
+        assert len(rows) == 1 and rows[0] in allowances, rows
+        assert '<a id="case-' in rows[0]  # a link to its #case-N still lands on it
+    assert re.search(
+        r"^\d+ skipped or expected-failure testcases?: under "
+        r"\[Skips and expected failures\]\(#allowances\)\.$",
+        evidence,
+        re.M,
+    ), evidence

@@ -331,14 +331,25 @@ def _tier_evidence(t: TierSummary, linked: set[str]) -> Section:
     if not t.cases:
         return Section(title, (Paragraph(Own("No testcase of this tier was given.")),), anchor)
     gating = [c for c in t.cases if not c.informational]
-    shown = [c for c in gating if c.shown is not Outcome.PASS or c.anchor in linked]
-    passed = [c for c in gating if c not in shown]
+    # an allowed skip or expected failure is a row of the allowances table only (once)
+    allowed = [c for c in gating if c.allowed_skip and c.anchor not in linked]
+    shown = [
+        c
+        for c in gating
+        if (c.shown is not Outcome.PASS or c.anchor in linked) and c not in allowed
+    ]
+    passed = [c for c in gating if c not in shown and c not in allowed]
     blocks: list = []
     if shown:
         head = ("status", "testcase", "message", "source")
         blocks.append(Table(head, tuple(_case_row(c) for c in shown)))
     label = Own(f"{len(passed)} passed testcase" + ("" if len(passed) == 1 else "s"))
     blocks.append(Listing(label, tuple(Entry(c.name) for c in passed)))
+    if allowed:
+        n = len(allowed)
+        text = Own(f"{n} skipped or expected-failure testcase{'' if n == 1 else 's'}: under ")
+        link = Ref("allowances", Own("Skips and expected failures"))
+        blocks.append(Paragraph((text, link, Own("."))))
     instances = [c for c in t.cases if c.informational == "instance"]
     if instances:
         lost = sum(c.shown is Outcome.FAIL for c in instances)
@@ -367,10 +378,17 @@ def evidence_section(report: ReleaseReport) -> Section:
 
 def allowances_section(report: ReleaseReport) -> Section:
     """Skipped and expected-failure testcases of gating suites: allowed, but listed."""
-    rows = [[Own(c.status), Own(c.tier.value), c.name, clip(c.message)] for c in report.allowances]
-    block = (
-        _table(["kind", "tier", "testcase", "reason"], rows) if rows else Paragraph(Own("None."))
+    linked = {b.anchor for b in report.blockers}  # those rows are in the evidence tables
+    rows = tuple(
+        Row(
+            (Own(c.status), Own(c.tier.value), c.name, clip(c.message), c.source),
+            anchor=None if c.anchor in linked else c.anchor,
+            style=c.status,
+        )
+        for c in report.allowances
     )
+    head = ("kind", "tier", "testcase", "reason", "source")
+    block = Table(head, rows) if rows else Paragraph(Own("None."))
     return Section(Own("Skips and expected failures"), (block,), anchor="allowances")
 
 

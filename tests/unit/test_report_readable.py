@@ -9,6 +9,7 @@ set" (not Python's ``None``), a directory input is said to be one (not hashed as
 from __future__ import annotations
 
 import functools
+import html as html_lib
 import re
 
 from markdown_it import MarkdownIt
@@ -79,3 +80,17 @@ def test_skips_and_expected_failures_are_one_table_not_two():
         evidence,
         re.M,
     ), evidence
+
+
+def test_a_go_beside_failing_main_nightlies_says_why_they_do_not_block():
+    md = _md()  # INCOMPLETE here (no functional tier); `report --demo` is a GO beside it
+    latest = md.split("### Latest main nightly", 1)[1].split("\n### ", 1)[0]
+    assert "| regression |" in latest  # the demo's main nightlies regressed
+    note = next(line for line in latest.splitlines() if line.startswith("Context"))
+    assert note == (
+        "Context from the history, not this report's verdict: the failing gate checks of "
+        "main's own latest nightly. They do not block this report; its own checks decide "
+        "(the table above and the evidence by tier)."
+    )
+    assert latest.index(note) < latest.index("| check |")
+    assert note in html_lib.unescape(_html())

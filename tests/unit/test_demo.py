@@ -161,7 +161,7 @@ class TestDemoHistory:
         step = next(lb for lb in section.latest if lb.check.startswith("perf:timing"))
         assert step.first_failing == "DEMO-n25"
         md = demo_without_functional().files["markdown"].read_text()
-        assert r"### Latest main nightly DEMO\-n30" in md and "(plots/trend-perf.png)" in md
+        assert "### Latest main nightly DEMO-n30" in md and "(plots/trend-perf.png)" in md
 
 
 class TestDemoSwe:

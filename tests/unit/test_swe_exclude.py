@@ -365,7 +365,7 @@ class TestReleaseReport:
         assert report.verdict.value == plain.verdict.value == "GO"
         md = render_markdown(report)
         section = md.split('<a id="swe"></a>')[1].split('<a id="runs"></a>')[0]
-        assert "reduced comparison (--exclude known\\-broken; shown, never decides)" in section
+        assert "reduced comparison (--exclude known-broken; shown, never decides)" in section
         assert "on a 483-instance subset of SWE-bench Verified: verdict" in section
         assert (
             "| instance set | SWE-bench Verified | a 483-instance subset of SWE-bench Verified |"
@@ -393,7 +393,7 @@ class TestReleaseReport:
         report = self._report(edited, report_swe[1])
         assert report.verdict.value == "GO"  # the reduced comparison never decides
         md = render_markdown(report)
-        assert "CONTRADICTION (reduced): it claims the full SWE\\-bench Verified set" in md
+        assert "CONTRADICTION (reduced): it claims the full SWE-bench Verified set" in md
         assert "on an unrecognised 483-instance set: verdict" in md
         tail = report.story.split("without 17 excluded instances (known-broken)")[1]
         assert tail.startswith(", the reduced comparison contradicts itself)")

@@ -1,5 +1,6 @@
 """rlgate.core.text: untrusted strings made safe for terminals and Markdown."""
 
+import html
 import re
 from urllib.parse import quote, unquote
 
@@ -67,6 +68,112 @@ class TestMarkdown:
 
     def test_md_code_fence_outgrows_backtick_runs(self):
         assert md_code("a ``b`` c") == "```a ``b`` c```"
+
+
+# --- md_text escapes only what can change the Markdown meaning --------------------------------
+
+READABLE = [  # model ids, paths, recipe names, versions, sentences: shown as they are
+    "Qwen/Qwen3.5-35B-A3B",
+    "nvidia/Llama-3.1-Nemotron-Nano-8B-v1",
+    "examples/configs/grpo_math_1B.yaml",
+    "recipes/llm/grpo-qwen3.5-35ba3b-2n8g-megatron-async1off.yaml",
+    "grpo-qwen3.5-35ba3b-2n8g-megatron-async1off-gym-swe-demo",
+    "vllm 0.11.2, torch 2.8.0+cu128",
+    "needs a GPU (CUDA): skipped; see the log, then rerun.",
+    "qwen3_coder / deepseek_r1",
+]
+
+
+@pytest.mark.parametrize("text", READABLE)
+def test_md_text_leaves_model_ids_paths_and_names_readable(text):
+    assert md_text(text) == text
+    assert _render(md_text(text)) == f"<p>{html.escape(text, quote=False)}</p>\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "escaped"),
+    [
+        ("*a* _b_ a*b*c __init__", "\\*a\\* \\_b\\_ a\\*b\\*c \\_\\_init\\_\\_"),
+        ("# h", "\\# h"),
+        ("- item", "\\- item"),
+        ("12. item", "12\\. item"),
+        ("3.5 then 1. x", "3.5 then 1. x"),  # only a line's start opens a list
+        ("http://evil.example", "http\\:\\//evil.example"),
+        ("www.evil.example", "www\\.evil.example"),
+        ("see evil.com or run.py", "see evil\\.com or run\\.py"),  # bare host.tld links
+        ("x@evil.example", "x\\@evil.example"),
+        ("<b>&amp; |~$`[", "\\<b\\>\\&amp; \\|\\~\\$\\`\\["),
+    ],
+)
+def test_md_text_escapes_what_would_be_markup(text, escaped):
+    assert md_text(text) == escaped
+
+
+# Text dense in Markdown punctuation, letters (www, com, http, mailto), digits and spaces.
+_MARKDOWNY = st.lists(
+    st.sampled_from(
+        [
+            *"\\`*_[]()<>#+-=.!|~&:;/@$%^{}'\"?,\t ",
+            "a",
+            "Z",
+            "1",
+            "9",
+            "é",
+            "\n",
+            "www",
+            "com",
+            "py",
+            "http",
+            "mailto",
+            "localhost",
+            "&#x6a;",
+            "&lt;",
+            "xn--p1ai",
+            "рф",
+        ]
+    ),
+    max_size=30,
+).map("".join)
+_MARKUP = re.compile(r"<(?!/?(?:p|ul|li|table|thead|tbody|tr|th|td)>)")
+
+
+def _contexts(escaped: str) -> dict[str, str]:
+    """The places rlgate puts untrusted text on a Markdown page, with the HTML expected."""
+    return {
+        "paragraph": f"{escaped}",
+        "after text": f"recipe {escaped} passed",
+        "bullet": f"- {escaped}",
+        "bold": f"**{escaped}**",
+        "table cell": f"| a | b |\n|---|---|\n| {escaped} | end |",
+    }
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_MARKDOWNY)
+def test_md_text_renders_as_its_own_plain_text_wherever_it_stands(text):
+    escaped = md_text(text)
+    shown = " ".join(one_line(text).split())
+    for where, page in _contexts(escaped).items():
+        rendered = _render(page)
+        if where == "bold":
+            rendered = rendered.replace("<strong>", "", 1).replace("</strong>", "", 1)
+            if not shown:
+                continue  # "****" is a thematic break or nothing: no text to check
+        assert not _MARKUP.search(rendered), (where, page, rendered)
+        plain = html.unescape(re.sub(r"<[^>]+>", " ", rendered))
+        assert shown in " ".join(plain.split()), (where, page, rendered)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_MARKDOWNY)
+def test_md_text_makes_no_markup_in_python_markdown_either(text):
+    """MkDocs uses Python-Markdown: it cannot escape '<' (but an escaped '>' ends no tag)."""
+    markdown = pytest.importorskip("markdown")
+    for where, page in _contexts(md_text(text)).items():
+        rendered = markdown.markdown(page, extensions=["tables"])
+        if where == "bold":
+            rendered = rendered.replace("<strong>", "", 1).replace("</strong>", "", 1)
+        assert not _MARKUP.search(rendered.replace("<hr />", "")), (where, page, rendered)
 
 
 # --- URLs with credentials in messages and stored addresses (Ray dashboards) -----------------

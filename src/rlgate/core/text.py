@@ -92,14 +92,68 @@ def one_line(text: object) -> str:
     return _CONTROL.sub(_escape, _LINE_BREAK.sub(_escape, str(text)))
 
 
-# Every character CommonMark treats as punctuation can be backslash-escaped; escaping
-# all of them (plus '|' for tables) leaves no construct for untrusted text to open.
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~=\"'&:;$%@^/])")
+# Markdown escaping: a backslash goes before each character that can change the Markdown
+# meaning of the text where it stands (CommonMark + GFM as GitHub and GitLab render it,
+# markdown-it with linkify as editors do, Python-Markdown as MkDocs does), and nowhere
+# else, so that `Qwen/Qwen3.5-35B`, `examples/configs/grpo_math_1B.yaml` and
+# `grpo-qwen3.5-35ba3b` stay readable in report.md.
+# '<' and '>' both: Python-Markdown (MkDocs) cannot escape '<', but an escaped '>' ends no tag.
+_MD_ALWAYS = frozenset("\\`*[]<>&|~$@{}")  # escapes, code, emphasis, links, HTML, tables, math
+_MD_LEADING = frozenset("#+-=(!.:/_")  # block markers at a line start (or after a part)
+_MD_ORDERED = re.compile(r"\s*\d{1,9}")  # "1." / "1)" opening an ordered list
+# Top-level domains a linkifier links without a scheme ("evil.com"): every two-letter label
+# (country codes) and these (linkify-it's defaults and a few common ones).
+_MD_TLDS = frozenset(
+    "biz com edu gov net org pro web xxx aero asia coop info museum name shop "
+    "app dev xyz zip mov site online top tech cloud store blog link page".split()
+)
+
+
+def _label(text: str, start: int, step: int) -> str:
+    """The host label (letters, digits, hyphens) running from ``start`` in direction ``step``."""
+    end = start
+    while 0 <= end < len(text) and (text[end].isalnum() or text[end] == "-"):
+        end += step
+    return text[start:end] if step > 0 else text[end + 1 : start + 1]
+
+
+def _tld_like(label: str) -> bool:
+    low = label.lower()
+    return low.startswith("xn--") or (label.isalpha() and (len(label) == 2 or low in _MD_TLDS))
+
+
+def _md_special(text: str, i: int) -> bool:
+    """Whether ``text[i]`` can change the Markdown meaning of ``text`` where it stands."""
+    c = text[i]
+    if c in _MD_ALWAYS:
+        return True
+    before, after = text[i - 1] if i else "", text[i + 1 : i + 2]
+    if c in _MD_LEADING and not text[:i].strip():
+        return True  # a heading, list, quote, break or setext line; or glued to what precedes
+    if c in ".)" and _MD_ORDERED.fullmatch(text[:i]) and after in ("", " ", "\t"):
+        return True
+    if c == "_":  # emphasis, except between two letters or digits (snake_case)
+        return not (before.isalnum() and after.isalnum())
+    if c == "!":  # an image once a link follows
+        return after == ""
+    if c in ":/":  # scheme://, //host
+        return after in ("/", "") if c == "/" else after == "/"
+    if c == ".":  # www.host and bare host.tld autolinks
+        return _label(text, i - 1, -1).lower() == "www" or _tld_like(_label(text, i + 1, 1))
+    return False
 
 
 def md_text(text: object) -> str:
-    """Escape ``text`` for Markdown: it renders literally, on one line, with no live markup."""
-    return _MD_SPECIAL.sub(r"\\\1", one_line(text))
+    """Escape ``text`` for Markdown: it renders literally, on one line, with no live markup.
+
+    No link (autolinks of ``scheme://``, ``www.``, ``host.tld`` and e-mail addresses
+    included), image, emphasis, strikethrough, heading, list, quote, table cell break, math,
+    entity or raw HTML can come from ``text``, wherever on a line it is put; only the
+    characters that could make one are escaped. Blanks at either end, which Markdown does not
+    show (and which could indent a code block or end a line with a break), are dropped.
+    """
+    body = one_line(text).strip(" \t")
+    return "".join(f"\\{c}" if _md_special(body, i) else c for i, c in enumerate(body))
 
 
 def md_code(text: object) -> str:

@@ -56,6 +56,7 @@ from rlgate.swe.compare import Verdict as SweVerdict
 from rlgate.swe.report import INSTANCE_SUITE, REDUCED, REDUCED_SUITE
 
 __all__ = [
+    "DIRECTORY_DIGEST",
     "MAX_JSON_BYTES",
     "MAX_JUNIT_BYTES",
     "MAX_XML_DEPTH",
@@ -246,10 +247,14 @@ class JunitEvidence:
         )
 
 
+#: What :func:`sha256_path` gives for a directory (its files are not hashed).
+DIRECTORY_DIGEST = "directory"
+
+
 def sha256_path(path: Path) -> str:
-    """sha256 of a regular file (streamed), ``"directory"`` for a directory, else ``""``."""
+    """sha256 of a regular file (streamed), :data:`DIRECTORY_DIGEST` for a folder, else ``""``."""
     if path.is_dir():
-        return "directory"
+        return DIRECTORY_DIGEST
     if not path.is_file():  # a FIFO or device would block or never end
         return ""
     digest = hashlib.sha256()

@@ -45,7 +45,9 @@ from rlgate.report.document import (
     Table,
     VerdictBanner,
     clip,
+    parts,
 )
+from rlgate.report.inputs import DIRECTORY_DIGEST
 from rlgate.report.triage_section import triage_report_section
 
 if TYPE_CHECKING:
@@ -329,14 +331,25 @@ def _tier_evidence(t: TierSummary, linked: set[str]) -> Section:
     if not t.cases:
         return Section(title, (Paragraph(Own("No testcase of this tier was given.")),), anchor)
     gating = [c for c in t.cases if not c.informational]
-    shown = [c for c in gating if c.shown is not Outcome.PASS or c.anchor in linked]
-    passed = [c for c in gating if c not in shown]
+    # an allowed skip or expected failure is a row of the allowances table only (once)
+    allowed = [c for c in gating if c.allowed_skip and c.anchor not in linked]
+    shown = [
+        c
+        for c in gating
+        if (c.shown is not Outcome.PASS or c.anchor in linked) and c not in allowed
+    ]
+    passed = [c for c in gating if c not in shown and c not in allowed]
     blocks: list = []
     if shown:
         head = ("status", "testcase", "message", "source")
         blocks.append(Table(head, tuple(_case_row(c) for c in shown)))
     label = Own(f"{len(passed)} passed testcase" + ("" if len(passed) == 1 else "s"))
     blocks.append(Listing(label, tuple(Entry(c.name) for c in passed)))
+    if allowed:
+        n = len(allowed)
+        text = Own(f"{n} skipped or expected-failure testcase{'' if n == 1 else 's'}: under ")
+        link = Ref("allowances", Own("Skips and expected failures"))
+        blocks.append(Paragraph((text, link, Own("."))))
     instances = [c for c in t.cases if c.informational == "instance"]
     if instances:
         lost = sum(c.shown is Outcome.FAIL for c in instances)
@@ -365,10 +378,17 @@ def evidence_section(report: ReleaseReport) -> Section:
 
 def allowances_section(report: ReleaseReport) -> Section:
     """Skipped and expected-failure testcases of gating suites: allowed, but listed."""
-    rows = [[Own(c.status), Own(c.tier.value), c.name, clip(c.message)] for c in report.allowances]
-    block = (
-        _table(["kind", "tier", "testcase", "reason"], rows) if rows else Paragraph(Own("None."))
+    linked = {b.anchor for b in report.blockers}  # those rows are in the evidence tables
+    rows = tuple(
+        Row(
+            (Own(c.status), Own(c.tier.value), c.name, clip(c.message), c.source),
+            anchor=None if c.anchor in linked else c.anchor,
+            style=c.status,
+        )
+        for c in report.allowances
     )
+    head = ("kind", "tier", "testcase", "reason", "source")
+    block = Table(head, rows) if rows else Paragraph(Own("None."))
     return Section(Own("Skips and expected failures"), (block,), anchor="allowances")
 
 
@@ -378,10 +398,28 @@ def versions_section(report: ReleaseReport) -> Section:
     installed = [[Own(k), Own(val)] for k, val in v.environment]  # this machine's
     lines: list[Cell] = [v.nemo_rl, v.nemo_gym]
     lines += [(Own("JUnit "), s, Own(": "), k, Own(" "), val) for s, k, val in v.from_junit]
-    lines += [(Own("tokenizer file "), p, Own(": sha256 "), Code(h)) for p, h in v.tokenizer_files]
+    lines += [(Own("tokenizer file "), p, Own(": "), *_digest(h)) for p, h in v.tokenizer_files]
     lines += [(Own("template "), w, Own(": sha256 "), Code(h)) for w, h in v.templates]
     blocks = (_table(["package", "version"], installed), _bullets(lines))
     return Section(Own("Versions tested"), blocks)
+
+
+def _digest(sha256: str, width: int | None = None) -> tuple[Own | Code, ...]:
+    """``sha256 <hash>``, or what the input is when it has no hash (a directory, no file)."""
+    if sha256 == DIRECTORY_DIGEST:
+        return (Own("a directory (its files are not hashed)"),)
+    if not sha256:
+        return (Own("not a regular file (not hashed)"),)
+    return (Own("sha256 "), Code(sha256[:width]))
+
+
+def _fact(value: object) -> str:
+    """A recipe fact as a reader says it: ``not set`` for an absent one, ``yes``/``no``."""
+    if value is None or value == "":
+        return "not set"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def recipe_section(report: ReleaseReport) -> Section:
@@ -390,26 +428,27 @@ def recipe_section(report: ReleaseReport) -> Section:
     if r is None:
         text = Own("No --recipe given: model and cluster are not stated.")
         return Section(Own("Recipe"), (Paragraph(text),))
-    facts = [
+    facts: list[tuple[str, Cell]] = [
         ("name", r.name),
-        ("file", f"{r.path} (sha256 {r.sha256[:12]})"),
+        ("file", (r.path, Own(" ("), *_digest(r.sha256, 12), Own(")"))),
         ("model", r.model),
         ("cluster", r.cluster),
-        ("tool / reasoning parser", f"{r.tool_parser} / {r.reasoning_parser}"),
+        ("tool / reasoning parser", f"{_fact(r.tool_parser)} / {_fact(r.reasoning_parser)}"),
         (
             "async GRPO",
-            f"{r.async_grpo} (max trajectory age {r.max_trajectory_age}, in-flight "
-            f"weight updates {r.in_flight_weight_updates})",
+            f"{_fact(r.async_grpo)} (max trajectory age {_fact(r.max_trajectory_age)}, "
+            f"in-flight weight updates {_fact(r.in_flight_weight_updates)})",
         ),
-        ("steps, batch", f"{r.max_num_steps}, {r.batch}"),
+        ("steps, batch", f"{_fact(r.max_num_steps)}, {_fact(r.batch)}"),
         ("defaults chain", " → ".join(r.sources)),
     ]
-    return Section(Own("Recipe"), (_bullets([(Own(f"{k}: "), v) for k, v in facts]),))
+    lines: list[Cell] = [(Own(f"{k}: "), *parts(v)) for k, v in facts]
+    return Section(Own("Recipe"), (_bullets(lines),))
 
 
 def inputs_section(report: ReleaseReport) -> Section:
     """Every input file with its sha256."""
-    lines = [(Code(p), Own(" sha256 "), Code(h)) for p, h in report.inputs]
+    lines = [(Code(p), Own(" "), *_digest(h)) for p, h in report.inputs]
     return Section(Own("Inputs"), (_bullets(lines),))
 
 

@@ -70,12 +70,16 @@ MAX_PANELS = 36
 
 @dataclass(frozen=True, slots=True)
 class SectionTable:
-    """A table of plain text: a title, its header and rows, what to say when empty."""
+    """A table of plain text: a title, its header and rows, what to say when empty.
+
+    ``note`` is said above its rows: what the table is, when it is not what decides.
+    """
 
     title: str
     header: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     empty: str = ""
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,6 +352,11 @@ def build_triage_section(
                 header(latest),
                 label_rows(latest),
                 f"No gate check of {latest_id} fails or errors.",
+                note=(
+                    f"Context from the history, not this report's verdict: the failing gate "
+                    f"checks of {main_branch}'s own latest nightly. They do not block this "
+                    "report; its own checks decide (the table above and the evidence by tier)."
+                ),
             )
         )
     section = TriageSection(
@@ -377,7 +386,10 @@ def triage_report_section(report: ReleaseReport) -> Section | None:
     tables = tuple(
         Section(
             table.title,
-            (Table(table.header, tuple(Row(row) for row in table.rows)),)
+            (
+                *((Paragraph(table.note),) if table.note else ()),
+                Table(table.header, tuple(Row(row) for row in table.rows)),
+            )
             if table.rows
             else (Paragraph(table.empty),),  # names a nightly id: database text
         )

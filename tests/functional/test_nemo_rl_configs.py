@@ -136,3 +136,122 @@ def test_nemo_rl_swe_config_is_compatible(name, tokenizers_root):
     assert not report.skipped, report.skipped  # every check ran
     # Its never-read keys are reported as warnings, not errors.
     assert any(f.code == "unread-key" for f in report.findings)
+
+
+# Start-up rules added for issue 19, each on a published config broken by overrides the way
+# NeMo RL would refuse it: (code, published config, overrides, the key the finding names).
+SWE_NIGHTLY = SWE_CONFIGS["swe1_16n8g_async_gym_nightly"][0]  # Megatron TP2 PP2 CP4, Gym
+MATH_1B = "examples/configs/grpo_math_1B.yaml"  # DTensor, colocated vLLM
+V1 = ["policy.dtensor_cfg._v2=false"]
+OVR = "policy.megatron_cfg.model_overrides"
+STARTUP_MUTATIONS = [
+    (
+        "megatron-vpp-pp1",
+        SWE_NIGHTLY,
+        [
+            "policy.megatron_cfg.pipeline_model_parallel_size=1",
+            f"++{OVR}.virtual_pipeline_model_parallel_size=2",
+        ],
+        f"{OVR}.virtual_pipeline_model_parallel_size",
+    ),
+    (
+        "megatron-colocated-reshard",
+        SWE_NIGHTLY,
+        [
+            "policy.generation.backend=megatron",
+            "policy.generation.colocated.enabled=true",
+            "++policy.megatron_cfg.peft.enabled=true",
+        ],
+        "policy.megatron_cfg.peft.enabled",
+    ),
+    (
+        "megatron-model-overrides-conflict",
+        SWE_NIGHTLY,
+        [f"++{OVR}.sequence_parallel=false"],
+        f"{OVR}.sequence_parallel",
+    ),
+    (
+        "megatron-pretrained-format",
+        SWE_NIGHTLY,
+        ["++policy.pretrained_checkpoint={format:nemo,path:/ckpt}"],
+        "policy.pretrained_checkpoint.format",
+    ),
+    (
+        "dtensor-v1-vlm",
+        MATH_1B,
+        [*V1, "++policy.is_vlm=true", "++env.should_use_nemo_gym=true"],
+        "policy.sequence_packing.enabled",
+    ),
+    (
+        "dtensor-v1-reward-model",
+        MATH_1B,
+        [*V1, "++policy.reward_model_cfg={enabled:true,reward_model_type:bradley_terry}"],
+        "policy.sequence_packing.enabled",
+    ),
+    (
+        "dtensor-v1-scheduler",
+        MATH_1B,
+        [*V1, "policy.scheduler=[{name:torch.optim.lr_scheduler.LinearLR,kwargs:{}},{at:50}]"],
+        "policy.scheduler.1",
+    ),
+    (
+        "vllm-real-quant-export",
+        SWE_NIGHTLY,
+        ["++policy.generation.real_quant=true"],
+        "policy.generation.real_quant_export_cpu_offload",
+    ),
+    (
+        "nixl-worker-cls",
+        SWE_NIGHTLY,
+        [
+            "++policy.generation.refit_transport=nixl",
+            "++policy.generation.vllm_kwargs.worker_cls=my.Worker",
+        ],
+        "policy.generation.vllm_kwargs.worker_cls",
+    ),
+    (
+        "vllm-video-kwargs",
+        SWE_NIGHTLY,
+        ["++policy.generation.vllm_cfg.video={num_frames:8}"],
+        "policy.generation.vllm_kwargs.limit_mm_per_prompt",
+    ),
+    (
+        "nccl-reshard-pipeline-layout",
+        SWE_NIGHTLY,
+        [
+            "++policy.generation.refit_transport=nccl_reshard",
+            f"++{OVR}.account_for_loss_in_pipeline_split=true",
+        ],
+        f"{OVR}.account_for_loss_in_pipeline_split",
+    ),
+    (
+        "grpo-thinking-tags",
+        SWE_NIGHTLY,
+        [
+            "++reward_penalties.penalize_malformed_think_tag=true",
+            "++env.nemo_gym.thinking_tags=['<think>']",
+        ],
+        "env.nemo_gym.thinking_tags",
+    ),
+]
+
+
+def _startup_codes(rel: str, overrides: list[str]) -> dict[str, set[str]]:
+    from rlgate.checks.registry import load_recipe
+    from rlgate.checks.startup import AREAS, check_area
+
+    recipe = load_recipe(Path(str(NEMO_RL)) / rel, overrides, strict=False)
+    found: dict[str, set[str]] = {}
+    for area in AREAS:
+        for f in check_area(area)(recipe):
+            found.setdefault(f.code, set()).add(f.key)
+    return found
+
+
+@needs_nemo_rl
+@pytest.mark.parametrize(
+    ("code", "rel", "overrides", "key"), STARTUP_MUTATIONS, ids=[m[0] for m in STARTUP_MUTATIONS]
+)
+def test_startup_rule_rejects_a_broken_published_config(code, rel, overrides, key):
+    assert code not in _startup_codes(rel, [])  # the published config itself is clean
+    assert key in _startup_codes(rel, overrides).get(code, set())

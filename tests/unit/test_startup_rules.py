@@ -631,6 +631,167 @@ MUTATIONS |= {
         ([*DTENSOR_V1, "policy.precision=bf16"], "policy.precision", "precision 'bf16'")
     ],
 }
+# Megatron model fields, colocated Megatron generation, refit and video set-up, DTensor V1.
+MCORE_COLOCATED = ["policy.generation.backend=megatron", "policy.generation.colocated.enabled=true"]
+OVERRIDES = "policy.megatron_cfg.model_overrides"
+VIDEO = "++policy.generation.vllm_cfg.video={num_frames:8}"
+MUTATIONS |= {
+    "megatron-vpp-pp1": [
+        (
+            [f"++{OVERRIDES}.virtual_pipeline_model_parallel_size=2"],
+            f"{OVERRIDES}.virtual_pipeline_model_parallel_size",
+            "virtual_pipeline_model_parallel_size=2 with pipeline_model_parallel_size=1",
+        )
+    ],
+    "megatron-colocated-reshard": [
+        (
+            [*MCORE_COLOCATED, "++policy.megatron_cfg.peft.enabled=true"],
+            "policy.megatron_cfg.peft.enabled",
+            "(reshard) and PEFT",
+        ),
+        (
+            [*MCORE_COLOCATED, "++policy.draft.enabled=true"],
+            "policy.draft.enabled",
+            "(reshard) and a draft model",
+        ),
+        (
+            [
+                *MCORE_COLOCATED,
+                "policy.megatron_cfg.pipeline_model_parallel_size=2",
+                f"++{OVERRIDES}.virtual_pipeline_model_parallel_size=2",
+            ],
+            f"{OVERRIDES}.virtual_pipeline_model_parallel_size",
+            "(reshard) and virtual_pipeline_model_parallel_size=2",
+        ),
+    ],
+    "megatron-model-overrides-conflict": [
+        (
+            [f"++{OVERRIDES}.sequence_parallel=false"],
+            f"{OVERRIDES}.sequence_parallel",
+            "duplicates the first-class policy.megatron_cfg.sequence_parallel",
+        )
+    ],
+    "megatron-pretrained-format": [
+        (
+            ["++policy.pretrained_checkpoint={format:nemo,path:/ckpt}"],
+            "policy.pretrained_checkpoint.format",
+            "format 'nemo'",
+        )
+    ],
+    "dtensor-v1-vlm": [
+        (
+            [*DTENSOR_V1, "++policy.is_vlm=true"],
+            "policy.sequence_packing.enabled",
+            "policy.is_vlm with sequence packing",
+        ),
+        (
+            [
+                *DTENSOR_V1,
+                "++policy.is_vlm=true",
+                "policy.sequence_packing.enabled=false",
+                "policy.dtensor_cfg.context_parallel_size=2",
+            ],
+            "policy.dtensor_cfg.context_parallel_size",
+            "policy.is_vlm with context_parallel_size=2",
+        ),
+    ],
+    "dtensor-v1-reward-model": [
+        (
+            [
+                *DTENSOR_V1,
+                "++policy.reward_model_cfg={enabled:true,reward_model_type:bradley_terry}",
+            ],
+            "policy.sequence_packing.enabled",
+            "reward_model_cfg with sequence packing",
+        ),
+        (
+            [
+                *DTENSOR_V1,
+                "policy.sequence_packing.enabled=false",
+                "++policy.reward_model_cfg={enabled:true,reward_model_type:pairwise}",
+            ],
+            "policy.reward_model_cfg.reward_model_type",
+            "reward_model_type 'pairwise'",
+        ),
+    ],
+    "dtensor-v1-scheduler": [
+        (
+            [
+                *DTENSOR_V1,
+                "++policy.scheduler=[{name:torch.optim.lr_scheduler.LinearLR,kwargs:{}},{x:1}]",
+            ],
+            "policy.scheduler.1",
+            "policy.scheduler[1] has neither name nor milestones",
+        )
+    ],
+    "vllm-real-quant-export": [
+        (
+            ["++policy.generation.real_quant=true"],
+            "policy.generation.real_quant_export_cpu_offload",
+            "real_quant_export_cpu_offload=None",
+        ),
+        (
+            [
+                "++policy.generation.real_quant=true",
+                "++policy.generation.real_quant_export_cpu_offload=false",
+            ],
+            "policy.generation.real_quant_export_cpu_offload",
+            "=false with not colocated",
+        ),
+    ],
+    "nixl-worker-cls": [
+        (
+            [
+                "++policy.generation.refit_transport=nixl",
+                "++policy.generation.vllm_kwargs.worker_cls=my.Worker",
+            ],
+            "policy.generation.vllm_kwargs.worker_cls",
+            "worker_cls='my.Worker'",
+        )
+    ],
+    "vllm-video-kwargs": [
+        (
+            [VIDEO],
+            "policy.generation.vllm_kwargs.limit_mm_per_prompt",
+            "limit_mm_per_prompt=None",
+        ),
+        (
+            [VIDEO, "++policy.generation.vllm_kwargs.limit_mm_per_prompt={video:3}"],
+            "policy.generation.vllm_kwargs.limit_mm_per_prompt.video",
+            "limit_mm_per_prompt.video=3",
+        ),
+        (
+            [
+                VIDEO,
+                "++policy.generation.vllm_kwargs.limit_mm_per_prompt={video:{count:1}}",
+                "++policy.generation.vllm_kwargs.media_io_kwargs=3",
+            ],
+            "policy.generation.vllm_kwargs.media_io_kwargs",
+            "media_io_kwargs=3",
+        ),
+    ],
+    "nccl-reshard-pipeline-layout": [
+        (
+            [
+                "++policy.generation.refit_transport=nccl_reshard",
+                "policy.megatron_cfg.pipeline_model_parallel_size=2",
+                f"++{OVERRIDES}.account_for_loss_in_pipeline_split=true",
+            ],
+            f"{OVERRIDES}.account_for_loss_in_pipeline_split",
+            "nccl_reshard with PP 2",
+        )
+    ],
+    "grpo-thinking-tags": [
+        (
+            [
+                "++reward_penalties.penalize_malformed_think_tag=true",
+                "++env.nemo_gym.thinking_tags=['<think>']",
+            ],
+            "env.nemo_gym.thinking_tags",
+            "thinking_tags=['<think>']",
+        )
+    ],
+}
 # Warnings: NeMo RL accepts these unless the run's environment or metrics say otherwise.
 WARNINGS: dict[str, list[tuple[list[str], str, str]]] = {
     "tp-logprob-batch": [
@@ -899,6 +1060,17 @@ class TestAtTheCheckout:
         ]
         assert len(calls) == 1
         assert tuple(k.arg for k in calls[0].keywords if k.arg) == ENGINE_ARGUMENTS
+
+    def test_model_overrides_rule_knows_megatron_configs_fields(self):
+        from rlgate.checks.startup.training import MEGATRON_CONFIG_FIELDS
+
+        path = Path(NEMO_RL) / "nemo_rl/models/policy/__init__.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        (cls,) = [
+            n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "MegatronConfig"
+        ]
+        fields = {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign)}  # type: ignore[union-attr]
+        assert fields == set(MEGATRON_CONFIG_FIELDS)
 
 
 class TestDocs:

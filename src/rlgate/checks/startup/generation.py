@@ -386,3 +386,153 @@ def metrics_logger(cfg: Config) -> Iterator[Violation]:
         yield Violation(key, "enable_vllm_metrics_logger without vllm_metrics_logger_interval")
     elif interval is not None and interval <= 0:
         yield Violation(key, f"vllm_metrics_logger_interval={interval:g}", source=1)
+
+
+GEN_INIT = "nemo_rl/models/generation/__init__.py"
+
+
+@rule(
+    "vllm-real-quant-export",
+    Source(
+        GEN_INIT,
+        "configure_generation_config",
+        "real_quant_export_cpu_offload must be a boolean",
+        "raises ValueError",
+    ),
+    Source(
+        GEN_INIT,
+        "configure_generation_config",
+        "real_quant_export_cpu_offload=false requires colocated CUDA-IPC refit",
+        "raises ValueError",
+    ),
+)
+def real_quant_export(cfg: Config) -> Iterator[Violation]:
+    """The vLLM ``real_quant`` without a boolean export offload, or with false off colocated IPC."""
+    if not _vllm(cfg) or not cfg.get(f"{GEN}.real_quant"):
+        return
+    key = f"{GEN}.real_quant_export_cpu_offload"
+    export = cfg.get(key)
+    if not isinstance(export, bool):
+        yield Violation(key, f"real_quant with real_quant_export_cpu_offload={export!r}")
+        return
+    colocated = cfg.get(f"{GEN}.colocated")
+    enabled = colocated.get("enabled", False) if isinstance(colocated, dict) else False
+    transport = cfg.get(f"{GEN}.refit_transport")
+    if not export and (not enabled or transport is not None):
+        why = f"refit_transport {transport!r}" if transport is not None else "not colocated"
+        yield Violation(key, f"real_quant_export_cpu_offload=false with {why}", source=1)
+
+
+NIXL_VLLM_WORKER = "nemo_rl.models.generation.vllm.vllm_backend.NixlVllmWorker"
+
+
+@rule(
+    "nixl-worker-cls",
+    Source(
+        "nemo_rl/models/generation/vllm/checkpoint_engine.py",
+        "configure_nixl_worker",
+        "NIXL checkpoint-engine refit requires vllm_kwargs.worker_cls",
+        "raises ValueError",
+    ),
+)
+def nixl_worker_cls(cfg: Config) -> Iterator[Violation]:
+    """NIXL refit with ``vllm_kwargs.worker_cls`` set to another worker."""
+    worker = cfg.get(f"{GEN}.vllm_kwargs.worker_cls")
+    if (
+        _vllm(cfg)
+        and cfg.str(f"{GEN}.refit_transport") == "nixl"
+        and worker is not None
+        and worker != NIXL_VLLM_WORKER
+    ):
+        yield Violation(
+            f"{GEN}.vllm_kwargs.worker_cls",
+            f"refit_transport nixl with vllm_kwargs.worker_cls={worker!r} "
+            f"(unset or {NIXL_VLLM_WORKER})",
+        )
+
+
+VIDEO = "materialize_vllm_video_config"
+
+
+@rule(
+    "vllm-video-kwargs",
+    Source(CONFIG, VIDEO, "vllm_kwargs is required when vllm_cfg.video", "raises ValueError"),
+    Source(CONFIG, VIDEO, "limit_mm_per_prompt must configure video", "raises ValueError"),
+    Source(CONFIG, VIDEO, "limit_mm_per_prompt.video must be a mapping", "raises ValueError"),
+    Source(CONFIG, VIDEO, "vllm_kwargs.media_io_kwargs must be a mapping", "raises ValueError"),
+    Source(CONFIG, VIDEO, "media_io_kwargs.video must be a mapping", "raises ValueError"),
+)  # fmt: skip
+def video_kwargs(cfg: Config) -> Iterator[Violation]:
+    """``vllm_cfg.video`` without the ``vllm_kwargs`` the Gym runner writes the frames into."""
+    if not (cfg.gym and _vllm(cfg) and cfg.get(f"{VCFG}.video") is not None):
+        return
+    kwargs = cfg.get(f"{GEN}.vllm_kwargs")
+    if not isinstance(kwargs, dict):
+        yield Violation(f"{GEN}.vllm_kwargs", f"vllm_cfg.video with vllm_kwargs={kwargs!r}")
+        return
+    limit = kwargs.get("limit_mm_per_prompt")
+    key = f"{GEN}.vllm_kwargs.limit_mm_per_prompt"
+    if not isinstance(limit, dict):
+        yield Violation(key, f"vllm_cfg.video with limit_mm_per_prompt={limit!r}", source=1)
+    elif not isinstance(limit.get("video"), dict):
+        yield Violation(
+            f"{key}.video",
+            f"vllm_cfg.video with limit_mm_per_prompt.video={limit.get('video')!r}",
+            source=2,
+        )
+    media = kwargs.get("media_io_kwargs", {})
+    key = f"{GEN}.vllm_kwargs.media_io_kwargs"
+    if not isinstance(media, dict):
+        yield Violation(key, f"vllm_cfg.video with media_io_kwargs={media!r}", source=3)
+    elif not isinstance(media.get("video", {}), dict):
+        yield Violation(
+            f"{key}.video",
+            f"vllm_cfg.video with media_io_kwargs.video={media['video']!r}",
+            source=4,
+        )
+
+
+WORKER = "nemo_rl/models/policy/workers/megatron_policy_worker.py"
+LAYER_TO_STAGE = "MegatronPolicyWorkerImpl._build_layer_to_pp_stage"
+# The model fields _build_layer_to_pp_stage asserts on, in its order (its messages name them)
+RESHARD_LAYOUT = (
+    "pipeline_model_parallel_layout",
+    "virtual_pipeline_model_parallel_size",
+    "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
+)
+
+
+@rule(
+    "nccl-reshard-pipeline-layout",
+    *(Source(WORKER, LAYER_TO_STAGE, f"getattr(config, '{n}'") for n in RESHARD_LAYOUT),
+)
+def nccl_reshard_layout(cfg: Config) -> Iterator[Violation]:
+    """nccl_reshard refit with PP > 1 and a pipeline layout it cannot map (``model_overrides``).
+
+    ``check_nccl_reshard_refit_support`` reads these fields from ``megatron_cfg`` itself; the
+    model gets them from ``megatron_cfg.model_overrides``, which only the worker checks.
+    """
+    pp = cfg.int("policy.megatron_cfg.pipeline_model_parallel_size")
+    overrides = cfg.section("policy.megatron_cfg.model_overrides")
+    if (
+        cfg.str(f"{GEN}.refit_transport") != "nccl_reshard"
+        or not cfg.megatron
+        or pp is None
+        or pp <= 1
+        or not overrides
+    ):
+        return
+    for i, name in enumerate(RESHARD_LAYOUT):
+        value = overrides.get(name)
+        bad = (
+            value not in (None, 1)
+            if name == "virtual_pipeline_model_parallel_size"
+            else (value is not None if name == "pipeline_model_parallel_layout" else bool(value))
+        )
+        if bad:
+            yield Violation(
+                f"policy.megatron_cfg.model_overrides.{name}",
+                f"refit_transport nccl_reshard with PP {pp} and model_overrides.{name}={value!r}",
+                source=i,
+            )

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from rlgate.checks.startup import Config, Source, Violation, rule
 
 GRPO = "nemo_rl/algorithms/grpo.py"
+ROLLOUTS = "nemo_rl/experience/rollouts.py"
 VCFG = "policy.generation.vllm_cfg"
 
 
@@ -102,6 +103,12 @@ def penalties_without_gym(cfg: Config) -> Iterator[Violation]:
         "reward_penalties.token_ids.unwanted must be set",
         "raises ValueError",
     ),
+    Source(
+        ROLLOUTS,
+        "_get_required_reward_penalty_token_ids",
+        "reward_penalties.token_ids.{key} must be set",
+        "raises ValueError",
+    ),
 )
 def unwanted_token_ids(cfg: Config) -> Iterator[Violation]:
     """The unwanted-token penalty without the token ids."""
@@ -111,6 +118,34 @@ def unwanted_token_ids(cfg: Config) -> Iterator[Violation]:
         yield Violation(
             "reward_penalties.token_ids.unwanted",
             "penalize_unwanted_tokens without reward_penalties.token_ids.unwanted",
+        )
+
+
+@rule(
+    "grpo-thinking-tags",
+    Source(
+        ROLLOUTS,
+        "apply_reward_penalties",
+        "reward_penalties.thinking_tags must contain open and close tags",
+        "raises ValueError",
+    ),
+)
+def thinking_tags(cfg: Config) -> Iterator[Violation]:
+    """The malformed-think-tag penalty with fewer than two thinking tags.
+
+    The Gym rollouts pass ``get_nemo_gym_thinking_tags(env)`` (``env.nemo_gym.thinking_tags``
+    when non-empty, else ``DEFAULT_THINKING_TAGS``) to ``resolve_reward_penalty_config``,
+    which keeps them ahead of ``reward_penalties.thinking_tags`` (so on these paths that key
+    is never the one used).
+    """
+    if not (cfg.gym and cfg.on("reward_penalties.penalize_malformed_think_tag")):
+        return
+    tags = cfg.get("env.nemo_gym.thinking_tags")
+    if isinstance(tags, list) and len(tags) == 1:
+        yield Violation(
+            "env.nemo_gym.thinking_tags",
+            f"penalize_malformed_think_tag with env.nemo_gym.thinking_tags={tags!r} "
+            "(an open and a close tag)",
         )
 
 

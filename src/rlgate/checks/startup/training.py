@@ -675,3 +675,259 @@ def activation_offload(cfg: Config) -> Iterator[Violation]:
             f"{MEGATRON}.offload_modules",
             f"fine_grained_activation_offloading with offload_modules={modules!r}",
         )
+
+
+# Megatron-Bridge model-provider fields reach the model only through
+# ``megatron_cfg.model_overrides`` (``setup_model_config``: ``_merge_model_overrides``); NeMo RL
+# never copies ``megatron_cfg.virtual_pipeline_model_parallel_size`` itself.
+OVERRIDES = f"{MEGATRON}.model_overrides"
+
+
+def _override(cfg: Config, field: str) -> object:
+    """A model field as ``model_overrides`` sets it (None when it does not)."""
+    section = cfg.section(OVERRIDES)
+    return section.get(field) if section else None
+
+
+def _vpp(cfg: Config) -> int | None:
+    value = _override(cfg, "virtual_pipeline_model_parallel_size")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@rule(
+    "megatron-vpp-pp1",
+    Source(
+        "megatron/core/parallel_state.py",
+        "initialize_model_parallel",
+        "pipeline-model-parallel size should be greater than 1 with interleaved schedule",
+        "raises RuntimeError",
+        MEGATRON_LM,
+    ),
+)
+def vpp_without_pp(cfg: Config) -> Iterator[Violation]:
+    """Virtual pipeline parallelism (``model_overrides``) with PP 1.
+
+    Megatron-Bridge's ``torch_dist_init`` passes the model's
+    ``virtual_pipeline_model_parallel_size`` to ``initialize_model_parallel``.
+    """
+    vpp, sizes = _vpp(cfg), cfg.parallel()
+    if cfg.megatron and vpp is not None and sizes is not None and sizes[1] <= 1:
+        yield Violation(
+            f"{OVERRIDES}.virtual_pipeline_model_parallel_size",
+            f"virtual_pipeline_model_parallel_size={vpp} with pipeline_model_parallel_size="
+            f"{sizes[1]}",
+        )
+
+
+_LAYOUT = (
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
+    "context_parallel_size",
+)
+
+
+def _dedicated_inference_model(cfg: Config) -> bool:
+    """Whether ``dedicated_inference_megatron_cfg`` builds a second (inference) model.
+
+    It does for colocated Megatron generation whose layout (CP pinned to 1) or
+    ``transformer_impl`` differs from training's.
+    """
+    train, gen = cfg.section(MEGATRON), cfg.section("policy.generation.mcore_generation_config")
+    if not (
+        cfg.megatron
+        and train
+        and cfg.backend == "megatron"
+        and cfg.on("policy.generation.colocated.enabled")
+    ):
+        return False
+    merged = {**train, **(gen or {}), "context_parallel_size": 1}
+    if any(k not in train or k not in merged for k in _LAYOUT):
+        return False  # a key the run indexes directly is missing: the key schema says so
+    layout = any(merged[k] != train[k] for k in _LAYOUT)
+    return layout or merged.get("transformer_impl") != train.get("transformer_impl")
+
+
+@rule(
+    "megatron-colocated-reshard",
+    Source(
+        MEGATRON_SETUP,
+        "setup_model_and_optimizer",
+        "inference_megatron_cfg is not None and vpp_size not in (None, 1)",
+        "raises NotImplementedError",
+    ),
+    Source(
+        MEGATRON_SETUP,
+        "setup_model_and_optimizer",
+        "inference_megatron_cfg is not None and peft is not None",
+        "raises NotImplementedError",
+    ),
+    Source(
+        MEGATRON_SETUP,
+        "setup_model_and_optimizer",
+        "inference_megatron_cfg is not None and draft_enabled",
+        "raises NotImplementedError",
+    ),
+)
+def colocated_reshard(cfg: Config) -> Iterator[Violation]:
+    """Colocated Megatron generation on a second (resharded) model with VPP, PEFT or a draft."""
+    if not _dedicated_inference_model(cfg):
+        return
+    what = "colocated Megatron generation with a layout other than training's (reshard)"
+    vpp = _vpp(cfg)
+    if vpp is not None and vpp != 1:
+        yield Violation(
+            f"{OVERRIDES}.virtual_pipeline_model_parallel_size",
+            f"{what} and virtual_pipeline_model_parallel_size={vpp}",
+        )
+    if cfg.on(f"{MEGATRON}.peft.enabled"):
+        yield Violation(f"{MEGATRON}.peft.enabled", f"{what} and PEFT", source=1)
+    if cfg.on("policy.draft.enabled"):
+        yield Violation("policy.draft.enabled", f"{what} and a draft model", source=2)
+
+
+# ``MegatronConfig``'s fields (``nemo_rl/models/policy/__init__.py`` at 7ea279a; the opt-in
+# test at a NeMo RL checkout compares them).
+MEGATRON_CONFIG_FIELDS = (
+    "activation_checkpointing", "apply_rope_fusion", "attention_backend",
+    "bias_activation_fusion", "checkpoint", "clear_memory_caches_before_refit",
+    "context_parallel_size", "cuda_graph_impl", "cuda_graph_modules", "cuda_graph_warmup_steps",
+    "defer_fp32_logits", "distributed_data_parallel_config", "empty_unused_memory_level",
+    "enabled", "env_vars", "expert_model_parallel_size", "expert_tensor_parallel_size",
+    "fine_grained_activation_offloading", "force_reconvert_from_hf", "fp8_cfg", "freeze_config",
+    "freeze_moe_router", "freeze_sound_encoder", "freeze_sound_projection",
+    "freeze_vision_model", "freeze_vision_projection", "fused_linear_logprobs_chunk_size",
+    "gradient_accumulation_fusion", "hybridep_num_ranks_per_nvlink_domain", "hybridep_use_mnnvl",
+    "inference_grouped_gemm_backend", "inference_moe_token_dispatcher_type", "model_overrides",
+    "moe_enable_deepep", "moe_flex_dispatcher_backend", "moe_grouped_gemm",
+    "moe_hybridep_num_sms", "moe_pad_experts_for_cuda_graph_inference", "moe_per_layer_logging",
+    "moe_router_group_topk", "moe_router_num_groups", "moe_shared_expert_overlap",
+    "moe_token_dispatcher_type", "mtp_detach_heads", "mtp_loss_scaling_factor", "mtp_num_layers",
+    "mtp_use_repeated_layer", "num_layers_in_first_pipeline_stage",
+    "num_layers_in_last_pipeline_stage", "offload_modules", "optimizer", "peft", "pipeline_dtype",
+    "pipeline_model_parallel_size", "radio_force_cpe_eval_mode", "recompute_granularity",
+    "recompute_modules", "scheduler", "sequence_parallel", "tensor_model_parallel_size",
+    "transformer_impl", "use_fused_linear_logprobs", "use_fused_weighted_squared_relu",
+    "use_gloo_process_groups",
+)  # fmt: skip
+
+
+@rule(
+    "megatron-model-overrides-conflict",
+    Source(
+        MEGATRON_SETUP,
+        "_validate_model_override_conflicts",
+        "model_overrides is only for Megatron Bridge model fields",
+        "raises ValueError",
+    ),
+)
+def model_overrides_conflict(cfg: Config) -> Iterator[Violation]:
+    """A ``model_overrides`` field ``megatron_cfg`` (or ``MegatronConfig``) has first-class."""
+    train, overrides = cfg.section(MEGATRON), cfg.section(OVERRIDES)
+    if not cfg.megatron or not train or not overrides:
+        return
+    first_class = (set(MEGATRON_CONFIG_FIELDS) | set(train)) - {"model_overrides"}
+    for name in sorted(set(overrides) & first_class):
+        yield Violation(
+            f"{OVERRIDES}.{name}",
+            f"model_overrides.{name} duplicates the first-class policy.megatron_cfg.{name}",
+        )
+
+
+@rule(
+    "megatron-pretrained-format",
+    Source(
+        MEGATRON_SETUP,
+        "validate_model_paths",
+        "Unknown pretrained_checkpoint format",
+        "raises ValueError",
+    ),
+)
+def pretrained_format(cfg: Config) -> Iterator[Violation]:
+    """``policy.pretrained_checkpoint.format`` other than megatron_bridge or megatron_lm."""
+    section = cfg.section("policy.pretrained_checkpoint")
+    fmt = section.get("format") if section else None
+    if cfg.megatron and isinstance(fmt, str) and fmt not in ("megatron_bridge", "megatron_lm"):
+        yield Violation(
+            "policy.pretrained_checkpoint.format",
+            f"pretrained_checkpoint.format {fmt!r} (megatron_bridge or megatron_lm)",
+        )
+
+
+WORKER = "DTensorPolicyWorkerImpl"
+
+
+def _v1_vlm(cfg: Config) -> bool:
+    """DTensor V1 with a processor: the Gym runner loads one when ``policy.is_vlm``."""
+    return cfg.dtensor_v1 and cfg.gym and cfg.on("policy.is_vlm")
+
+
+@rule(
+    "dtensor-v1-vlm",
+    Source(DTENSOR_V1, f"{WORKER}.__init__", "Sequence packing is not supported for VLM"),
+    Source(DTENSOR_V1, f"{WORKER}.__init__", "Context parallel is yet not supported for VLM"),
+)
+def dtensor_v1_vlm(cfg: Config) -> Iterator[Violation]:
+    """DTensor V1 training a VLM with sequence packing or context parallelism."""
+    if not _v1_vlm(cfg):
+        return
+    if cfg.on("policy.sequence_packing.enabled"):
+        yield Violation(
+            "policy.sequence_packing.enabled", "policy.is_vlm with sequence packing (DTensor V1)"
+        )
+    cp = cfg.int(f"{DTENSOR}.context_parallel_size")
+    if cp is not None and cp > 1:
+        yield Violation(
+            f"{DTENSOR}.context_parallel_size",
+            f"policy.is_vlm with context_parallel_size={cp} (DTensor V1)",
+            source=1,
+        )
+
+
+@rule(
+    "dtensor-v1-reward-model",
+    Source(
+        DTENSOR_V1,
+        "DTensorPolicyWorkerImpl.__init__",
+        "Sequence packing is not supported for reward models",
+        "raises NotImplementedError",
+    ),
+    Source(
+        DTENSOR_V1,
+        "DTensorPolicyWorkerImpl.__init__",
+        "Unknown reward model type",
+        "raises ValueError",
+    ),
+)
+def dtensor_v1_reward_model(cfg: Config) -> Iterator[Violation]:
+    """A DTensor V1 reward model with sequence packing, or of a type other than bradley_terry."""
+    if not (cfg.dtensor_v1 and cfg.on("policy.reward_model_cfg.enabled")):
+        return
+    if cfg.on("policy.sequence_packing.enabled"):
+        yield Violation(
+            "policy.sequence_packing.enabled", "reward_model_cfg with sequence packing (DTensor V1)"
+        )
+    kind = cfg.get("policy.reward_model_cfg.reward_model_type")
+    if isinstance(kind, str) and kind != "bradley_terry":
+        yield Violation(
+            "policy.reward_model_cfg.reward_model_type",
+            f"reward_model_type {kind!r} (only bradley_terry)",
+            source=1,
+        )
+
+
+@rule(
+    "dtensor-v1-scheduler",
+    Source(DTENSOR_V1, "DTensorPolicyWorkerImpl.__init__", "'milestones' in scheduler_cfg"),
+)
+def dtensor_v1_scheduler(cfg: Config) -> Iterator[Violation]:
+    """A DTensor V1 scheduler list with an entry that has neither ``name`` nor ``milestones``."""
+    entries = cfg.get("policy.scheduler")
+    if not cfg.dtensor_v1 or not isinstance(entries, list):
+        return
+    for i, entry in enumerate(entries):
+        if isinstance(entry, dict) and "name" not in entry and "milestones" not in entry:
+            yield Violation(
+                f"policy.scheduler.{i}", f"policy.scheduler[{i}] has neither name nor milestones"
+            )

@@ -23,6 +23,10 @@ SERVE = "policy.generation.vllm_cfg.http_server_serving_chat_kwargs"
 GYM_MODEL = "env.nemo_gym.policy_model.responses_api_models.vllm_model"
 SWE = "env.nemo_gym.swe_agents_train.responses_api_agents.swe_agents"
 
+THINK_PENALTY = [
+    "++reward_penalties.penalize_malformed_think_tag=true",
+    "++reward_penalties.token_ids.think_open=248068",
+]
 MUTATIONS = {
     "typo_in_rl_key": (["++grpo.async_grpo.max_trajectory_age_step=2"], "unknown-key"),
     "colocated_async_vllm": (["policy.generation.colocated.enabled=true"], "async-colocated"),
@@ -67,6 +71,11 @@ MUTATIONS = {
     ),
     "gym_key_typo": ([f"++{SWE}.agent_max_turn=50"], "gym-key"),
     "missing_mandatory": (["cluster.num_nodes=???"], "missing-value"),
+    # the tokenizer decides: '</reasoning-end>' is 5 Qwen3.5 tokens, so think_close stays unset
+    "think_close_not_inferable": (
+        [*THINK_PENALTY, "++env.nemo_gym.thinking_tags=['<think>','</reasoning-end>']"],
+        "think-token-ids",
+    ),
 }
 
 
@@ -184,3 +193,10 @@ def test_offline_missing_tokenizer_runs_config_checks_and_exits_3(
     code = main([*argv, "policy.generation.colocated.enabled=true"])
     out, _ = capsys.readouterr()
     assert code == 1 and "async-colocated" in out and "NOT RUN" in out
+
+
+def test_one_think_token_id_is_enough_when_the_other_tag_is_one_token(tokenizers_root):
+    """'</think>' is one Qwen3.5 token: resolve_reward_penalty_config infers think_close."""
+    report = check_recipe_file(TARGET, THINK_PENALTY, tokenizers_root)
+    assert not [f for f in report.findings if f.code == "think-token-ids"]
+    assert {c.name: c.status for c in report.checks}["thinking"] == "ran"

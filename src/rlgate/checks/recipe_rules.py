@@ -183,6 +183,12 @@ SOURCES: dict[str, tuple[Source, ...]] = {
     ),
 }
 SOURCES["gym-token-ids"] = SOURCES["gym-training-model"]
+# Decided with the model's tokenizer (rlgate.checks.served.check_thinking).
+SOURCES["think-token-ids"] = (
+    Source(
+        _ROLLOUTS, "apply_reward_penalties", "think_close must both be set", "raises ValueError"
+    ),
+)
 
 
 def _int(cfg: dict[str, Any], key: str) -> int | None:

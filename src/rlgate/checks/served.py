@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rlgate.checks.recipe_rules import SOURCES
 from rlgate.core.errors import RecipeError
 from rlgate.recipe.findings import Finding, Severity
-from rlgate.recipe.load import functional_gate
+from rlgate.recipe.load import functional_gate, get_path
 from rlgate.serving.contiguity import (
     SCENARIOS,
     Call,
@@ -266,6 +267,7 @@ def check_thinking(setup: ServingSetup) -> list[Finding]:
                 "training must see the reasoning generation saw",
             )
         )
+    out += _think_token_ids(setup)
     multi_turn = bool(setup.servers) and (_agent_turns(setup) or 2) > 1
     if setup.gym_model is not None and profile.thinking is ThinkingMode.OPEN:
         gcfg = setup.gym_model.config
@@ -557,5 +559,47 @@ def check_tool_call_in_reasoning(setup: ServingSetup) -> list[Finding]:
             "counts such a turn in train/invalid_tool_call_rate only when the markup is in the "
             "turn's last output item (nemo_rl/environments/nemo_gym.py::"
             f"_detect_invalid_tool_call_and_malformed_thinking).{fix}",
+        )
+    ]
+
+
+DEFAULT_THINKING_TAGS = ("<think>", "</think>")  # nemo_rl/environments/nemo_gym.py
+
+
+def _think_token_ids(setup: ServingSetup) -> list[Finding]:
+    """The malformed-think-tag penalty left with one think token id (the tokenizer decides).
+
+    ``resolve_reward_penalty_config`` (``rollouts.py``) infers an id ``token_ids`` does not
+    give only when its tag (``env.nemo_gym.thinking_tags``, else ``<think>``/``</think>``) is
+    one token; with the other id given, ``apply_reward_penalties`` then raises at the first
+    rollout.
+    """
+    cfg = setup.recipe.config
+    if not (
+        get_path(cfg, "env.should_use_nemo_gym") is True
+        and get_path(cfg, "reward_penalties.penalize_malformed_think_tag")
+    ):
+        return []
+    ids = get_path(cfg, "reward_penalties.token_ids")
+    ids = ids if isinstance(ids, dict) else {}
+    given = {k: ids.get(k) is not None for k in ("think_open", "think_close")}
+    if given["think_open"] == given["think_close"]:
+        return []  # both given, or neither (then both are inferred or both stay unset)
+    tags = get_path(cfg, "env.nemo_gym.thinking_tags") or DEFAULT_THINKING_TAGS
+    missing = "think_close" if given["think_open"] else "think_open"
+    tag = None
+    if isinstance(tags, list | tuple) and len(tags) >= 2:
+        tag = tags[1] if missing == "think_close" else tags[0]
+        if isinstance(tag, str) and len(setup.tokenizer.encode(tag, add_special_tokens=False)) == 1:
+            return []  # inferred
+    src = SOURCES["think-token-ids"][0]
+    what = f"tag {tag!r} is not one token of {setup.tokenizer_source}" if tag else "no tag"
+    return [
+        Finding(
+            "think-token-ids",
+            ERROR,
+            f"reward_penalties.token_ids.{missing}",
+            f"penalize_malformed_think_tag with token_ids.{missing} unset and its {what}: "
+            f"{src.where} {src.says} {src.cites!r}",
         )
     ]

@@ -304,3 +304,34 @@ class TestFastPathIsTaken:
         out = read_event_file(f)
         assert out.records == 501 and sum(len(s) for s, _ in out.series.values()) == 500
         assert len(parsed) == 1  # only the file_version event goes through protobuf
+
+
+class TestCrcBackends:
+    @pytest.mark.parametrize("backend", ["c", "numpy"])
+    @settings(max_examples=40, deadline=None)
+    @given(data=st.binary(min_size=0, max_size=5_000))
+    def test_c_and_numpy_crc32c_agree_with_tensorboard(self, data: bytes, backend: str) -> None:
+        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as reference
+
+        if backend == "c" and tfrecord._C_EXTEND is None:
+            pytest.skip("google-crc32c (C) is not installed")
+        with pytest.MonkeyPatch.context() as mp:
+            if backend == "numpy":
+                mp.setattr(tfrecord, "_C_EXTEND", None)
+            assert masked_crc32c(data) == reference(data)
+
+    def test_a_long_record_is_verified_by_both_backends(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        writer = SummaryWriter(log_dir=str(tmp_path))
+        writer.add_image("plot", np.random.default_rng(0).integers(0, 256, (3, 700, 700), np.uint8))
+        writer.add_scalar("train/loss", 0.5, 1)
+        writer.close()
+        f = next(tmp_path.glob("events*tfevents*"))
+        data = bytearray(f.read_bytes())
+        data[len(data) // 2] ^= 0x10  # inside the image record
+        f.write_bytes(bytes(data))
+        for backend in (tfrecord._C_EXTEND, None):
+            monkeypatch.setattr(tfrecord, "_C_EXTEND", backend)
+            with pytest.raises(MetricsError, match=r"corrupt record payload at byte \d+"):
+                read_event_file(f)

@@ -98,6 +98,14 @@ def _make_table() -> np.ndarray:
 _TABLE = _make_table()
 _EIGHT = np.uint32(8)
 
+try:  # a C CRC-32C for long buffers (hundreds of times the numpy columns); numpy otherwise
+    import google_crc32c
+except ImportError:  # pragma: no cover - depends on the install
+    _C_EXTEND = None
+else:  # its pure-Python fallback is slower than the numpy columns: not used
+    _C_EXTEND = google_crc32c.extend if google_crc32c.implementation == "c" else None
+_C_MIN = 256  # shorter buffers: a call per record costs more than a numpy step over many
+
 
 # --- CRC-32C ---------------------------------------------------------------------------
 #
@@ -135,6 +143,8 @@ def _shift_tables(m: int) -> tuple[list[int], list[int], list[int], list[int]]:
 def _crc_update(state: int, data: np.ndarray) -> int:
     """The CRC register after ``data`` (1-D uint8), starting from ``state``."""
     n = int(data.size)
+    if n >= _C_MIN and _C_EXTEND is not None:
+        return _C_EXTEND(state ^ 0xFFFFFFFF, data.tobytes()) ^ 0xFFFFFFFF
     if n < 128:
         return int(_raw_columns(data.reshape(n, 1), state)[0]) if n else state
     m = 1 << max(4, (n.bit_length() + 1) // 2)  # a power of two near sqrt(n): few tables
@@ -297,6 +307,8 @@ def _varints(
             ends &= byte <= 1
         after = np.where(ends, col + 1, after)
         done |= ends
+        if done.all():
+            break
     return value, after, done
 
 
@@ -497,12 +509,14 @@ class _Reader:
             uniq, inverse = np.unique(
                 names.view(f"V{width - 5 - col}").ravel(), return_inverse=True
             )
-            for k, name in enumerate(uniq.tolist()):
+            by_tag = np.argsort(inverse, kind="stable")  # file order within each tag
+            cuts = np.flatnonzero(np.diff(inverse[by_tag])) + 1
+            for name, group in zip(uniq.tolist(), np.split(by_tag, cuts), strict=True):
                 try:
                     tag = bytes(name).decode("utf-8")
                 except UnicodeDecodeError:
                     continue  # left to protobuf, which decides what such a record is
-                mine = sel[inverse == k]
+                mine = sel[group]
                 slow[idx[mine]] = False
                 if tags is None or tag in tags:
                     chunks.setdefault(tag, []).append((idx[mine], steps[mine], values[mine]))

@@ -12,13 +12,19 @@ at a time and routes every event through locks, reservoirs and plugin conversion
 
 Memory is proportional to what is kept (the scalar points, 16 bytes each), not to the file:
 
-* the file is read in blocks of :data:`BLOCK` bytes; the records of one block have their
-  header and payload CRCs verified at once (a table-driven CRC32C vectorised with numpy over
-  records of equal length) and are decoded, then the block is dropped;
+* the file is read in blocks of :data:`BLOCK` bytes; the records of one block are framed in a
+  tight loop, have their header and payload CRCs verified at once (a table-driven CRC32C
+  vectorised with numpy over records of equal length) and are decoded, then the block is
+  dropped;
+* decoding: a record in the exact layout of ``add_scalar`` from torch's SummaryWriter
+  (``Event{wall_time, step, summary{value{tag, simple_value}}}`` in field order, every byte
+  explained by it) is decoded with numpy, many records at once, tags grouped by sorting
+  their bytes; every other record goes through protobuf's ``Event.FromString``. Points of
+  one tag keep file order whichever way their records were decoded;
 * a record longer than :data:`LARGE` (an image, a histogram, a graph) is never held whole:
   its CRC is computed chunk by chunk as it streams past (chunks split into columns and
   recombined with the CRC's linearity, so a long record costs milliseconds per MB, not a
-  Python loop per byte), and its protobuf is walked field by field so that only the small
+  Python loop per byte; google-crc32c's C code when it is installed), and its protobuf is walked field by field so that only the small
   ``Summary.Value`` entries are decoded; a value larger than :data:`MAX_VALUE` cannot be a
   scalar and is skipped unread;
 * a length field is checked against the bytes left in the file before anything is read or

@@ -24,7 +24,8 @@ Memory is proportional to what is kept (the scalar points, 16 bytes each), not t
 * a record longer than :data:`LARGE` (an image, a histogram, a graph) is never held whole:
   its CRC is computed chunk by chunk as it streams past (chunks split into columns and
   recombined with the CRC's linearity, so a long record costs milliseconds per MB, not a
-  Python loop per byte; google-crc32c's C code when it is installed), and its protobuf is walked field by field so that only the small
+  Python loop per byte; google-crc32c's C code when it is installed), and its protobuf
+  is walked field by field so that only the small
   ``Summary.Value`` entries are decoded; a value larger than :data:`MAX_VALUE` cannot be a
   scalar and is skipped unread;
 * a length field is checked against the bytes left in the file before anything is read or

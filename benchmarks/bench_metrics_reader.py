@@ -10,7 +10,8 @@ Two scenarios, each written with torch's SummaryWriter into a temp dir:
    process:
 
    * rlgate: ``rlgate.runs.metrics.load_run`` (framing + every header/payload CRC32C verified +
-     Event decoding + merging);
+     Event decoding — numpy for torch's canonical ``add_scalar`` records, protobuf for the
+     rest — + merging);
    * baseline: what NeMo RL's ``tests/json_dump_tb_logs.py`` does: one
      ``EventAccumulator(size_guidance={SCALARS: 0, TENSORS: 0})`` per file, ``Reload()``,
      then every scalar of every tag, merged later-file-wins.
@@ -118,9 +119,13 @@ def main() -> None:
     parser.add_argument("--skip-accumulator", action="store_true")
     args = parser.parse_args()
 
+    from rlgate.runs import tfrecord
     from rlgate.runs.metrics import (
         load_run,  # imported before timing: import cost is not reading cost
     )
+
+    crc = "google-crc32c (C)" if tfrecord._C_EXTEND is not None else "numpy"
+    print(f"CRC-32C of long records: {crc}; of many short ones: numpy, a block at a time")
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "many"

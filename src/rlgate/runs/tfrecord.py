@@ -12,13 +12,20 @@ at a time and routes every event through locks, reservoirs and plugin conversion
 
 Memory is proportional to what is kept (the scalar points, 16 bytes each), not to the file:
 
-* the file is read in blocks of :data:`BLOCK` bytes; the records of one block have their
-  header and payload CRCs verified at once (a table-driven CRC32C vectorised with numpy over
-  records of equal length) and are decoded, then the block is dropped;
+* the file is read in blocks of :data:`BLOCK` bytes; the records of one block are framed in a
+  tight loop, have their header and payload CRCs verified at once (a table-driven CRC32C
+  vectorised with numpy over records of equal length) and are decoded, then the block is
+  dropped;
+* decoding: a record in the exact layout of ``add_scalar`` from torch's SummaryWriter
+  (``Event{wall_time, step, summary{value{tag, simple_value}}}`` in field order, every byte
+  explained by it) is decoded with numpy, many records at once, tags grouped by sorting
+  their bytes; every other record goes through protobuf's ``Event.FromString``. Points of
+  one tag keep file order whichever way their records were decoded;
 * a record longer than :data:`LARGE` (an image, a histogram, a graph) is never held whole:
   its CRC is computed chunk by chunk as it streams past (chunks split into columns and
   recombined with the CRC's linearity, so a long record costs milliseconds per MB, not a
-  Python loop per byte), and its protobuf is walked field by field so that only the small
+  Python loop per byte; google-crc32c's C code when it is installed), and its protobuf
+  is walked field by field so that only the small
   ``Summary.Value`` entries are decoded; a value larger than :data:`MAX_VALUE` cannot be a
   scalar and is skipped unread;
 * a length field is checked against the bytes left in the file before anything is read or
@@ -98,6 +105,14 @@ def _make_table() -> np.ndarray:
 _TABLE = _make_table()
 _EIGHT = np.uint32(8)
 
+try:  # a C CRC-32C for long buffers (hundreds of times the numpy columns); numpy otherwise
+    import google_crc32c
+except ImportError:  # pragma: no cover - depends on the install
+    _C_EXTEND = None
+else:  # its pure-Python fallback is slower than the numpy columns: not used
+    _C_EXTEND = google_crc32c.extend if google_crc32c.implementation == "c" else None
+_C_MIN = 256  # shorter buffers: a call per record costs more than a numpy step over many
+
 
 # --- CRC-32C ---------------------------------------------------------------------------
 #
@@ -135,6 +150,8 @@ def _shift_tables(m: int) -> tuple[list[int], list[int], list[int], list[int]]:
 def _crc_update(state: int, data: np.ndarray) -> int:
     """The CRC register after ``data`` (1-D uint8), starting from ``state``."""
     n = int(data.size)
+    if n >= _C_MIN and _C_EXTEND is not None:
+        return _C_EXTEND(state ^ 0xFFFFFFFF, data.tobytes()) ^ 0xFFFFFFFF
     if n < 128:
         return int(_raw_columns(data.reshape(n, 1), state)[0]) if n else state
     m = 1 << max(4, (n.bit_length() + 1) // 2)  # a power of two near sqrt(n): few tables
@@ -213,6 +230,23 @@ def _tensor_scalar(value: Any) -> float | None:
     return float(vals[0])
 
 
+def _scalars(values: Any, tags: Container[str] | None) -> list[tuple[str, float]]:
+    """The kept ``(tag, scalar)`` pairs of an Event's ``Summary.Value`` entries, in order."""
+    out = []
+    for value in values:  # empty for file_version/graph/session_log events
+        kind = value.WhichOneof("value")
+        if kind == "simple_value":
+            scalar: float | None = value.simple_value
+        elif kind == "tensor":
+            scalar = _tensor_scalar(value)
+        else:
+            continue
+        if scalar is None or (tags is not None and value.tag not in tags):
+            continue
+        out.append((value.tag, scalar))
+    return out
+
+
 class _Sink:
     """Collects (step, value) per tag in compact arrays (16 bytes per kept point)."""
 
@@ -220,32 +254,96 @@ class _Sink:
         self.tags = tags
         self.points: dict[str, tuple[array, array]] = {}
 
+    def _arrays(self, tag: str) -> tuple[array, array]:
+        try:
+            return self.points[tag]
+        except KeyError:
+            arrays = self.points[tag] = (array("q"), array("d"))
+            return arrays
+
     def add(self, step: int, values: Any) -> None:
-        for value in values:  # empty for file_version/graph/session_log events
-            kind = value.WhichOneof("value")
-            if kind == "simple_value":
-                scalar: float | None = value.simple_value
-            elif kind == "tensor":
-                scalar = _tensor_scalar(value)
-            else:
-                continue
-            if scalar is None:
-                continue
-            tag = value.tag
-            if self.tags is not None and tag not in self.tags:
-                continue
-            try:
-                steps, vals = self.points[tag]
-            except KeyError:
-                steps, vals = self.points[tag] = (array("q"), array("d"))
+        """Append one Event's kept scalars."""
+        for tag, scalar in _scalars(values, self.tags):
+            steps, vals = self._arrays(tag)
             steps.append(step)
             vals.append(scalar)
+
+    def extend(self, tag: str, steps: np.ndarray, vals: np.ndarray) -> None:
+        """Append many points of one tag at once (int64 steps, float64 values)."""
+        s, v = self._arrays(tag)
+        s.frombytes(memoryview(np.ascontiguousarray(steps, dtype=np.int64)).cast("B"))
+        v.frombytes(memoryview(np.ascontiguousarray(vals, dtype=np.float64)).cast("B"))
 
     def series(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         return {
             tag: (np.frombuffer(s, dtype=np.int64), np.frombuffer(v, dtype=np.float64))
             for tag, (s, v) in self.points.items()
         }
+
+
+# --- the canonical add_scalar layout, decoded for many records at once ------------------
+#
+# torch's SummaryWriter.add_scalar (and tensorboardX's) serialise
+#
+#   Event{wall_time(1, fixed64), step(2, varint), summary(5){value(1){tag(1), simple_value(2)}}}
+#
+# in field order. For the records of one length, :func:`_canonical` checks with numpy that
+# every byte is explained by that layout (field keys, and each length consistent with the
+# record's length) and decodes step, tag and value; every other record goes to protobuf.
+
+_CANONICAL_MIN = 23  # 9 wall_time + 2 step + 2 summary + 2 value + 3 tag (1 byte) + 5 float
+
+
+def _varints(
+    rows: np.ndarray, at: np.ndarray, most: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Varint at column ``at`` of every row: (value uint64, the column after it, well-formed)."""
+    n, width = rows.shape
+    index = np.arange(n)
+    value = np.zeros(n, dtype=np.uint64)
+    done = np.zeros(n, dtype=bool)
+    after = at.copy()
+    for j in range(most):
+        col = at + j
+        live = ~done & (col < width)
+        byte = rows[index, np.minimum(col, width - 1)]
+        bits = (byte & 0x7F).astype(np.uint64) << np.uint64(7 * j)
+        value |= np.where(live, bits, np.uint64(0))
+        ends = live & (byte < 0x80)
+        if j == 9:  # the tenth byte of a 64-bit varint holds one bit: else leave it to protobuf
+            ends &= byte <= 1
+        after = np.where(ends, col + 1, after)
+        done |= ends
+        if done.all():
+            break
+    return value, after, done
+
+
+def _canonical(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For records of one length (rows): (ok, step int64, value float64, tag start column).
+
+    A record is ok when it is exactly the canonical layout; its tag is the bytes from its tag
+    start column up to the last 5 bytes (key 0x15 + the float32).
+    """
+    n, width = rows.shape
+    index = np.arange(n)
+    last = width - 1
+
+    def byte_at(col: np.ndarray) -> np.ndarray:
+        return rows[index, np.minimum(col, last)]
+
+    ok = (rows[:, 0] == 0x09) & (rows[:, 9] == 0x10)
+    step, at, good = _varints(rows, np.full(n, 10, dtype=np.int64), 10)
+    ok &= good & (byte_at(at) == 0x2A)
+    for key in (0x0A, 0x0A):  # Summary.value, then Value.tag: each runs to the record's end
+        size, after, good = _varints(rows, at + 1, 3)
+        ok &= good & (after.astype(np.uint64) + size == width) & (byte_at(after) == key)
+        at = after
+    size, after, good = _varints(rows, at + 1, 3)
+    tag_end = after.astype(np.uint64) + size
+    ok &= good & (size > 0) & (tag_end == width - 5) & (rows[:, width - 5] == 0x15)
+    values = np.ascontiguousarray(rows[:, width - 4 :]).view("<f4").ravel().astype(np.float64)
+    return ok, step.view(np.int64), values, after
 
 
 # --- framing ---------------------------------------------------------------------------
@@ -272,32 +370,49 @@ def _not_an_event(path: Path, offset: int, why: object) -> MetricsError:
     )
 
 
+def _event_parser() -> Any:
+    """Protobuf's ``Event.FromString`` (a function, so tests can count its calls)."""
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    return Event.FromString
+
+
 class _Reader:
     """One pass over an event file; see the module docstring."""
 
     def __init__(self, fh: IO[bytes], path: Path, size: int, sink: _Sink) -> None:
-        from tensorboard.compat.proto.event_pb2 import Event
         from tensorboard.compat.proto.summary_pb2 import Summary
 
         self.fh, self.path, self.size, self.sink = fh, path, size, sink
-        self.parse_event, self.parse_value = Event.FromString, Summary.Value.FromString
+        self.parse_event, self.parse_value = _event_parser(), Summary.Value.FromString
         self.records = 0
         self.tail: str | None = None
 
     def run(self) -> None:
-        size = self.size
+        size, unpack = self.size, _LENGTH.unpack_from
         buf, buf_at = b"", 0  # buf holds the file's bytes from offset buf_at
-        pending: list[tuple[int, int]] = []  # (offset in buf, payload length), not yet checked
+        pending: list[int] = []  # offsets in buf of whole records, CRCs not yet checked
         pos = 0
         while pos < size:
-            rel = pos - buf_at
-            if rel + _HEADER.size > len(buf):
+            rel, have, append = pos - buf_at, len(buf), pending.append
+            while rel + _HEADER.size <= have:  # every small record wholly in the buffer
+                (length,) = unpack(buf, rel)
+                after = rel + length + _FRAME
+                if after > have or length > LARGE:
+                    break
+                append(rel)
+                rel = after
+            pos = buf_at + rel
+            if pos >= size:
+                break
+            if rel + _HEADER.size > have:
                 self._flush(buf, buf_at, pending)
                 buf, buf_at, rel = self._refill(buf, buf_at, pos, _HEADER.size), pos, 0
                 if len(buf) < _HEADER.size:
                     self.tail = f"partial record header ({len(buf)} of 12 bytes)"
                     return
-            (length,) = _LENGTH.unpack_from(buf, rel)
+                continue
+            (length,) = unpack(buf, rel)
             end = pos + length + _FRAME
             if end > size or length > LARGE:
                 self._flush(buf, buf_at, pending)  # an earlier corruption is reported first
@@ -311,14 +426,11 @@ class _Reader:
                 pos = end
                 self.fh.seek(end)
                 continue
-            if rel + length + _FRAME > len(buf):
-                self._flush(buf, buf_at, pending)
-                buf, buf_at, rel = self._refill(buf, buf_at, pos, length + _FRAME), pos, 0
-                if len(buf) < length + _FRAME:  # the file shrank while being read
-                    self.tail = f"record at byte {pos} announces {length} bytes, file ends first"
-                    return
-            pending.append((rel, length))
-            pos = end
+            self._flush(buf, buf_at, pending)  # the record runs past the buffer
+            buf, buf_at = self._refill(buf, buf_at, pos, length + _FRAME), pos
+            if len(buf) < length + _FRAME:  # the file shrank while being read
+                self.tail = f"record at byte {pos} announces {length} bytes, file ends first"
+                return
         self._flush(buf, buf_at, pending)
 
     def _refill(self, buf: bytes, buf_at: int, pos: int, need: int) -> bytes:
@@ -328,24 +440,27 @@ class _Reader:
         want = min(ahead, max(need - len(kept), min(BLOCK, ahead)))
         return kept + self.fh.read(want) if want > 0 else kept
 
-    def _flush(self, buf: bytes, buf_at: int, pending: list[tuple[int, int]]) -> None:
-        """Verify every pending record's CRCs (vectorised), then decode them."""
+    def _flush(self, buf: bytes, buf_at: int, pending: list[int]) -> None:
+        """Verify every pending record's CRCs (vectorised), then decode them in file order."""
         if not pending:
             return
         raw = np.frombuffer(buf, dtype=np.uint8)
-        offsets = np.fromiter((p[0] for p in pending), dtype=np.int64, count=len(pending))
-        lengths = np.fromiter((p[1] for p in pending), dtype=np.int64, count=len(pending))
+        offsets = np.array(pending, dtype=np.int64)
+        heads = np.lib.stride_tricks.sliding_window_view(raw, 8)[offsets]
+        lengths = np.ascontiguousarray(heads).view("<u8").ravel().astype(np.int64)
         words = np.lib.stride_tricks.sliding_window_view(raw, 4)
-        header_crc = _masked_columns(
-            np.ascontiguousarray(np.lib.stride_tricks.sliding_window_view(raw, 8)[offsets].T)
-        )
+        header_crc = _masked_columns(np.ascontiguousarray(heads.T))
         bad = np.flatnonzero(header_crc != _u32(words[offsets + 8]))
         if bad.size:
             raise _corrupt_header(self.path, buf_at + int(offsets[bad[0]]))
         starts = offsets + _HEADER.size
+        slow = np.ones(len(pending), dtype=bool)  # records left to protobuf
+        chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
         first_bad: int | None = None
-        for length in np.unique(lengths).tolist():
-            idx = np.flatnonzero(lengths == length)
+        order = np.argsort(lengths, kind="stable")
+        cuts = np.flatnonzero(np.diff(lengths[order])) + 1
+        for idx in np.split(order, cuts):
+            length = int(lengths[idx[0]])
             if length:
                 rows = np.lib.stride_tricks.sliding_window_view(raw, length)[starts[idx]]
                 crcs = _masked_crc_rows(rows)
@@ -355,18 +470,88 @@ class _Reader:
             if wrong.size:
                 at = int(offsets[idx[wrong[0]]])
                 first_bad = at if first_bad is None else min(first_bad, at)
+            elif first_bad is None and length >= _CANONICAL_MIN:
+                self._fast(rows, idx, slow, chunks)
         if first_bad is not None:
             raise _corrupt_payload(self.path, buf_at + first_bad)
-        view, parse, add = memoryview(buf), self.parse_event, self.sink.add
-        for rel, length in pending:
-            start = rel + _HEADER.size
+        view, parse, tags = memoryview(buf), self.parse_event, self.sink.tags
+        late: dict[str, tuple[list[int], list[int], list[float]]] = {}
+        for i in np.flatnonzero(slow).tolist():
+            rel = pending[i]
+            start, length = rel + _HEADER.size, int(lengths[i])
             try:
                 event = parse(view[start : start + length])
             except Exception as exc:  # protobuf DecodeError: CRC fine, so not an Event at all
                 raise _not_an_event(self.path, buf_at + rel, exc) from exc
-            add(event.step, event.summary.value)
+            for tag, scalar in _scalars(event.summary.value, tags):
+                where, steps, vals = late.setdefault(tag, ([], [], []))
+                where.append(i)
+                steps.append(event.step)
+                vals.append(scalar)
+        for tag, (where, steps, vals) in late.items():
+            chunks.setdefault(tag, []).append(
+                (
+                    np.array(where, dtype=np.int64),
+                    np.array(steps, dtype=np.int64),
+                    np.array(vals, dtype=np.float64),
+                )
+            )
+        self._sink_block(chunks, {tag: rank for rank, tag in enumerate(late)})
         self.records += len(pending)
         pending.clear()
+
+    def _fast(
+        self,
+        rows: np.ndarray,
+        idx: np.ndarray,
+        slow: np.ndarray,
+        chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]],
+    ) -> None:
+        """Decode the canonical records among ``rows`` (records ``idx``, one length)."""
+        ok, steps, values, tag_at = _canonical(rows)
+        width, tags = rows.shape[1], self.sink.tags
+        for col in np.unique(tag_at[ok]).tolist():  # one tag width at a time
+            sel = np.flatnonzero(ok & (tag_at == col))
+            names = np.ascontiguousarray(rows[sel, col : width - 5])
+            uniq, inverse = np.unique(
+                names.view(f"V{width - 5 - col}").ravel(), return_inverse=True
+            )
+            by_tag = np.argsort(inverse, kind="stable")  # file order within each tag
+            cuts = np.flatnonzero(np.diff(inverse[by_tag])) + 1
+            for name, group in zip(uniq.tolist(), np.split(by_tag, cuts), strict=True):
+                try:
+                    tag = bytes(name).decode("utf-8")
+                except UnicodeDecodeError:
+                    continue  # left to protobuf, which decides what such a record is
+                mine = sel[group]
+                slow[idx[mine]] = False
+                if tags is None or tag in tags:
+                    chunks.setdefault(tag, []).append((idx[mine], steps[mine], values[mine]))
+
+    def _sink_block(
+        self,
+        chunks: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]],
+        late_rank: dict[str, int],
+    ) -> None:
+        """Append one block's points: new tags in order of first appearance, each in file order.
+
+        Two tags can first appear in the same record only if protobuf decoded it (a fast record
+        has one value); ``late_rank`` is then their order of appearance.
+        """
+        firsts = sorted(
+            ((min(int(c[0][0]) for c in parts), late_rank.get(tag, 0)), tag)
+            for tag, parts in chunks.items()
+        )
+        for _, tag in firsts:
+            parts = chunks[tag]
+            if len(parts) == 1:
+                _, steps, vals = parts[0]
+            else:
+                where = np.concatenate([p[0] for p in parts])
+                order = np.argsort(where, kind="stable")
+                steps = np.concatenate([p[1] for p in parts])[order]
+                vals = np.concatenate([p[2] for p in parts])[order]
+            self.sink.extend(tag, steps, vals)
 
     def _large(self, pos: int, length: int) -> None:
         """A long record: CRC while streaming, then decode only its small Summary values."""

@@ -13,9 +13,11 @@ import math
 import numpy as np
 import pytest
 
-from rlgate.history.changes import find_changes
+from rlgate.core.results import Outcome
+from rlgate.history.changes import drift_labels, find_changes
 from rlgate.history.model import RecordedRun
 from rlgate.history.store import open_store
+from rlgate.history.triage import Label
 from rlgate.testing.corpus import Fault
 
 from .helpers.cli import run_cli as run
@@ -135,3 +137,50 @@ def test_no_nightly_of_the_recipe_is_exit_2(tmp_path, capsys):
     assert err.startswith("rlgate: error: no main nightly of recipe 'nope'")
     code, _, err = run(["history", "changes", RECIPE, "--check", "nope", "--db", db], capsys)
     assert code == 2 and "with a check named 'nope'" in err
+
+
+def _candidate(value: float):
+    return [
+        r.model_copy(update={"value": value}) if r.name == STEP else r
+        for r in gate_results(Fault.HEALTHY)
+    ]
+
+
+@pytest.mark.parametrize("block", [False, True])
+def test_a_step_inside_the_bound_is_a_drift_label_blocking_only_if_asked(block):
+    values = _noise(6, n=20, sigma=0.01)
+    values[11:] *= 1.06  # +6 % from nightly 12: every nightly still passes <= 1.1x
+    history = _history(values, step_at=12)
+    labels = drift_labels(_candidate(1.06), history, recipe=RECIPE, block=block)
+    (label,) = labels
+    assert (label.check, label.label) == (STEP, Label.DRIFT)
+    assert label.blocks is block
+    assert "at n12 (nemo_rl " in label.reason and "still inside its bound <= 1.1x" in label.reason
+    assert label.to_json()["label"] == "drift"
+
+
+def test_no_drift_on_a_flat_series_nor_on_a_failing_one():
+    history = _history(_noise(7, n=20, sigma=0.01))
+    assert drift_labels(_candidate(1.0), history, recipe=RECIPE) == []
+    failing = [r.model_copy(update={"outcome": Outcome.FAIL}) for r in _candidate(1.3)]
+    assert drift_labels(failing, history, recipe=RECIPE) == []
+
+
+def test_the_recipe_says_whether_drift_blocks(tmp_path):
+    from rlgate.checks.plan import load_plan
+    from rlgate.core.errors import RecipeError
+    from rlgate.testing.corpus import corpus_recipe
+
+    text = corpus_recipe()
+    assert "\nrlgate:\n" in text
+    path = tmp_path / "r.yaml"
+    assert load_plan(_write(path, text)).gate.block_on_drift is False
+    blocking = text.replace("\nrlgate:\n", "\nrlgate:\n  block_on_drift: true\n")
+    assert load_plan(_write(path, blocking)).gate.block_on_drift is True
+    with pytest.raises(RecipeError, match="block_on_drift"):
+        load_plan(_write(path, text.replace("\nrlgate:\n", "\nrlgate:\n  block_on_drift: 3\n")))
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path

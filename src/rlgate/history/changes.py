@@ -25,8 +25,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlgate.history.model import RecordedRun
-from rlgate.history.triage import Mark, SeriesKey, marks_by_series, window
+from rlgate.core.results import Outcome, Result
+from rlgate.history.model import RecordedRun, RunContext
+from rlgate.history.triage import (
+    DEFAULT_LAST,
+    Label,
+    Mark,
+    SeriesKey,
+    TriageLabel,
+    marks_by_series,
+    window,
+)
 
 #: Otava's defaults: significance of a change point, its sliding window (nightlies).
 MAX_PVALUE = 0.001
@@ -199,11 +208,27 @@ def find_changes(
     min_magnitude: float = MIN_MAGNITUDE,
 ) -> list[SeriesChanges]:
     """Per series of a gate check (``recipe``/``check``: only those), its change points."""
+    groups = window(history, main_branch=main_branch, last=None, recipe=recipe)
+    return changes_in(
+        groups, check=check, max_pvalue=max_pvalue, window_len=window_len,
+        min_points=min_points, min_magnitude=min_magnitude,
+    )  # fmt: skip
+
+
+def changes_in(
+    groups: Sequence[tuple[str, list[RecordedRun]]],
+    *,
+    check: str | None = None,
+    max_pvalue: float = MAX_PVALUE,
+    window_len: int = WINDOW,
+    min_points: int = MIN_POINTS,
+    min_magnitude: float = MIN_MAGNITUDE,
+) -> list[SeriesChanges]:
+    """:func:`find_changes` over nightlies already grouped (``triage.window``), oldest first."""
     if not 0.0 < max_pvalue < 1.0:
         raise ValueError(f"max_pvalue must be in (0, 1), got {max_pvalue}")
     if min_points < 3:
         raise ValueError(f"min_points must be at least 3, got {min_points}")
-    groups = window(history, main_branch=main_branch, last=None, recipe=recipe)
     commits = {r.context.run_id: dict(r.context.commits) for _, runs in groups for r in runs}
     out = []
     for key, marks in sorted(
@@ -220,20 +245,11 @@ def find_changes(
                 kept.append(mark)
             else:
                 skipped.append((mark.nightly, why))
-        series = SeriesChanges(
-            key=key,
-            nightlies=tuple(m.nightly for m in kept),
-            values=tuple(float(m.value) for m in kept if m.value is not None),
-            skipped=tuple(skipped),
-            min_points=min_points,
-        )
-        if series.measured:
-            found = []
+        values = tuple(float(m.value) for m in kept if m.value is not None)
+        found = []
+        if len(values) >= min_points:
             for index, before, after, pvalue in detect(
-                series.values,
-                max_pvalue=max_pvalue,
-                window_len=window_len,
-                min_magnitude=min_magnitude,
+                values, max_pvalue=max_pvalue, window_len=window_len, min_magnitude=min_magnitude
             ):
                 prev, this = kept[index - 1], kept[index]
                 found.append(
@@ -248,11 +264,72 @@ def find_changes(
                         pvalue=pvalue,
                     )
                 )
-            series = SeriesChanges(
-                key=key, nightlies=series.nightlies, values=series.values,
-                changes=tuple(found), skipped=series.skipped, min_points=min_points,
-            )  # fmt: skip
+        nightly_ids = tuple(m.nightly for m in kept)
+        series = SeriesChanges(key, nightly_ids, values, tuple(found), tuple(skipped), min_points)
         out.append(series)
+    return out
+
+
+def drift_labels(
+    candidate: Sequence[Result],
+    history: Sequence[RecordedRun],
+    *,
+    recipe: str | None,
+    hardware: str | None = None,
+    context: RunContext | None = None,
+    main_branch: str = "main",
+    last: int = DEFAULT_LAST,
+    block: bool = False,
+) -> list[TriageLabel]:
+    """Label ``drift`` each passing gate check of ``candidate`` whose value changed in bound.
+
+    The series is the check's values in the last ``last`` main nightlies before the candidate
+    (:func:`rlgate.history.triage.window`) and the candidate's value. Its latest change point
+    (:func:`detect`) is a drift when every nightly from it on passed the check, the candidate
+    too: the value moved and the bound did not see it. ``block``: the recipe's
+    ``rlgate.block_on_drift`` (the label then blocks, :attr:`TriageLabel.blocks`).
+    """
+    if hardware is None and context is not None:
+        hardware = context.hardware
+    groups = window(history, main_branch=main_branch, last=last, recipe=recipe, before=context)
+    marks = marks_by_series(groups)
+    commits = {r.context.run_id: dict(r.context.commits) for _, runs in groups for r in runs}
+    ids = tuple(n for n, _ in groups)
+    mine = dict(context.commits) if context is not None else {}
+    out = []
+    for r in candidate:
+        if r.informational or r.outcome is not Outcome.PASS or r.value is None:
+            continue
+        key = SeriesKey.of(recipe, hardware, r)
+        series = next((m for k, m in marks.items() if key.matches(k)), [])
+        kept = [m for m in series if _why_not(m) is None]
+        if any(m.outcome is not Outcome.PASS for m in series if m.judged):
+            continue  # a failure on main is triage's own business, not a drift
+        if not math.isfinite(r.value) or abs(r.value) > MAX_ABS or len(kept) + 1 < MIN_POINTS:
+            continue
+        values = [float(m.value) for m in kept if m.value is not None] + [float(r.value)]
+        found = detect(values)
+        if not found:
+            continue
+        index, before, after, pvalue = found[-1]
+        nightly = kept[index].nightly if index < len(kept) else "candidate"
+        after_commits = commits.get(kept[index].run_ids[0], {}) if index < len(kept) else mine
+        change = ChangePoint(
+            index, nightly, kept[index - 1].nightly,
+            commits.get(kept[index - 1].run_ids[0], {}), after_commits, before, after, pvalue,
+        )  # fmt: skip
+        bound = f" {r.bound}" if r.bound else ""
+        reason = (
+            f"value moved {change.mean_before:.4g} -> {change.mean_after:.4g} "
+            f"({_pct(change.relative)}) at {change.nightly} ({change.commit_range()}), "
+            f"p = {change.pvalue:.2g}; still inside its bound{bound}"
+        )
+        label = TriageLabel(
+            recipe=recipe, check=r.name, tier=r.tier, label=Label.DRIFT, candidate=r,
+            reason=reason, history=tuple(series), window=ids, hardware=key.hardware,
+            models=key.models, block_drift=block,
+        )  # fmt: skip
+        out.append(label)
     return out
 
 

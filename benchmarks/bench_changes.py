@@ -115,9 +115,7 @@ def ttest(x: np.ndarray, _worse: int) -> list[int]:
         change = abs(kw.mean() / jw.mean() - 1.0)
         ts[i] = abs(t) if math.isfinite(t) and change >= min_change else 0.0
     return [
-        i
-        for i in range(len(x))
-        if ts[i] >= threshold and ts[i] == ts[max(0, i - 3) : i + 4].max()
+        i for i in range(len(x)) if ts[i] >= threshold and ts[i] == ts[max(0, i - 3) : i + 4].max()
     ]
 
 
@@ -174,7 +172,7 @@ def run(noise: dict[str, np.ndarray], trials: int, seed: int) -> None:
                 print(f"  {name:7} {kind:14} {det:>9} {shown:>6} {fa:7.2f}")
         planted = [k for k in KINDS if k != "flat"]
 
-        def pooled(name: str) -> tuple[float, float]:
+        def pooled(name: str, rows=rows, planted=planted) -> tuple[float, float]:
             rate = float(np.mean([rows[name][k][0] for k in planted]))
             return rate, float(np.mean([rows[name][k][2] for k in KINDS]))
 

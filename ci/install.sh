@@ -33,6 +33,9 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 # applies to every package of a pip command, so nemo-gym is installed alone, without its
 # dependency tree; the modules rlgate imports need only what the [gym] extra installed above.
 "${PIP[@]}" install -q -c ci/constraints.txt --no-deps --ignore-requires-python nemo-gym==0.7.0
+# apache-otava 0.8.0 (history changes: E-Divisive) pins numpy 2.2.* and scipy<1.17 and pulls
+# in BigQuery, Slack and pg8000 clients; otava.analysis needs only numpy and scipy (installed).
+"${PIP[@]}" install -q -c ci/constraints.txt --no-deps apache-otava==0.8.0
 # pytest's JUnit schema (junit-10.xsd) ships in pytest's sdist, not its wheel: the report tests
 # validate merged JUnit against it. Fetched from PyPI at install time, never committed.
 XSD_DIR="$VENV/share/rlgate"

@@ -163,6 +163,33 @@ class TestDemoHistory:
         md = demo_without_functional().files["markdown"].read_text()
         assert "### Latest main nightly DEMO-n30" in md and "(plots/trend-perf.png)" in md
 
+    def test_the_planted_drift_is_found_by_history_changes_and_marked(self, capsys):
+        """Step time +3 %/week from nightly 10: every nightly passes until the regression at
+        25, and the change point lies in the drift, in `history changes` and the report."""
+        from rlgate.cli import main
+        from rlgate.demo.history import DemoHistoryPlan, drift_factor
+
+        plan = DemoHistoryPlan()
+        assert drift_factor(plan, 24) == pytest.approx(1 + 0.03 * 15 / 7)
+        assert drift_factor(plan.without("drift"), 24) == 1.0
+        step = "perf:timing/train/total_step_time"
+        result = demo_without_functional()
+        section = result.report.triage
+        (series,) = [s for s in section.extra["change_points"] if s["check"] == step]
+        nightlies = [int(c["nightly"].removeprefix("DEMO-n")) for c in series["changes"]]
+        drift = [n for n in nightlies if plan.drift_from <= n < plan.regression_from]
+        assert len(drift) == 1 and 25 in nightlies  # the drift, then the regression
+        (found,) = [c for c in series["changes"] if c["nightly"] == f"DEMO-n{drift[0]:02d}"]
+        assert 0.02 < found["relative"] < 0.10 and found["pvalue"] < 0.001  # inside 1.1x
+        md = result.files["markdown"].read_text()
+        assert f"change point: perf: {step} [on demo-2x8] at DEMO-n{drift[0]:02d}" in md
+        assert "purple dotted = a change point" in md
+        db = result.files["html"].parent / INPUTS / HISTORY_DB
+        assert main(["history", "changes", DEMO_RECIPE, "--check", step, "--db", str(db)]) == 0
+        out = capsys.readouterr().out
+        assert f"at DEMO-n{drift[0]:02d} (after DEMO-n{drift[0] - 1:02d};" in out
+        assert "at DEMO-n25 (after DEMO-n24; nemo_rl " in out
+
 
 class TestDemoSwe:
     def test_demo_swe_results_are_deterministic_and_realistic(self, tmp_path):

@@ -121,8 +121,8 @@ class Case:
     commands: tuple[str, ...]
 
 
-RUNS = ("show", "export-runs", "export-results", "triage", "prune")
-RESULTS = ("show", "export-results", "triage")
+RUNS = ("show", "export-runs", "export-results", "triage", "prune", "changes")
+RESULTS = ("show", "export-results", "triage", "changes")
 ROW = "row id={pk} (run_id 'mlperf@n6')"
 RESULT_ROW = "(run 'mlperf@n6', position 3)"
 
@@ -235,6 +235,7 @@ def command(name: str, db: Path, folder: Path, candidate: Path) -> list[str]:
     overrides = [a for o in OVERRIDES for a in ("--override", o)]
     return {
         "show": ["history", "show", RECIPE_NAME, "--db", str(db)],
+        "changes": ["history", "changes", RECIPE_NAME, "--db", str(db)],
         "export-runs": ["history", "export", str(folder / "o.csv"), "--table", "runs"],
         "export-results": ["history", "export", str(folder / "o.csv"), "--table", "results"],
         "export-steps": ["history", "export", str(folder / "o.parquet"), "--table", "steps"],

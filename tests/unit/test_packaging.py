@@ -55,6 +55,9 @@ UNDECLARABLE: dict[str, str] = {
     "nemo-gym": "declares Requires-Python >=3.13.14, so pip refuses it as a dependency on "
     "3.11; ci/install.sh installs it alone with --no-deps --ignore-requires-python, and "
     "[gym] holds what the modules rlgate imports need",
+    "apache-otava": "0.8.0 pins numpy 2.2.* and scipy<1.17 (this stack: numpy 2.3.5, scipy "
+    "1.17.1) and pulls in BigQuery, Slack and pg8000 clients; ci/install.sh installs it alone "
+    "with --no-deps, and otava.analysis needs only numpy and scipy",
 }
 
 

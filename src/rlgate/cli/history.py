@@ -374,6 +374,20 @@ def add_history(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--db", metavar="DB", help=_DB_HELP)
     f.set_defaults(func=_cmd_flaky)
 
+    c = hsub.add_parser(
+        "changes",
+        help="change points in each check's value series over the main nightlies",
+        description="Find change points (E-Divisive, Apache Otava) in each check's value over "
+        "the main branch's nightlies, per recipe, check and hardware: each with its nightly, "
+        "commit range, size and p-value. " + _HISTORY_DOC,
+    )
+    c.add_argument("recipe", nargs="?", metavar="RECIPE", help="only this recipe (default: all)")
+    c.add_argument("--check", help="only this check (its name)")
+    c.add_argument("--branch", default="main", help="the branch whose nightlies (default main)")
+    c.add_argument("--json", dest="json_out", metavar="OUT", help="write the series as JSON here")
+    c.add_argument("--db", metavar="DB", help=_DB_HELP)
+    c.set_defaults(func=_cmd_changes)
+
     pr = hsub.add_parser(
         "prune",
         help="delete old runs that are neither promoted nor among the newest nightlies",
@@ -595,6 +609,27 @@ def _cmd_flaky(args: argparse.Namespace) -> int:
             },
         }
         write_json_atomic(args.json_out, doc)  # never over the database (open_db)
+    return ExitCode.OK
+
+
+def _cmd_changes(args: argparse.Namespace) -> int:
+    from rlgate.core.io import write_json_atomic
+    from rlgate.core.text import one_line
+    from rlgate.history.changes import MAX_PVALUE, find_changes, render_changes
+
+    with open_db(args.db, create=False) as store:
+        runs = store.runs(recipe=args.recipe, branch=args.branch)
+        shown = store.shown
+    series = find_changes(runs, recipe=args.recipe, check=args.check, main_branch=args.branch)
+    if not series:
+        what = f"recipe {args.recipe!r}" if args.recipe else "any recipe"
+        check = f" with a check named {args.check!r}" if args.check else ""
+        raise RlgateError(one_line(f"no {args.branch} nightly of {what}{check} in {shown}"))
+    print(render_changes(series, shown, max_pvalue=MAX_PVALUE), end="")
+    if args.json_out:
+        write_json_atomic(
+            args.json_out, {"max_pvalue": MAX_PVALUE, "series": [s.to_json() for s in series]}
+        )
     return ExitCode.OK
 
 

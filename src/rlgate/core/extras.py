@@ -26,10 +26,14 @@ OPTIONAL_MODULES: dict[str, str] = {
     "ray": "launch",
     "sqlalchemy": "history",
     "alembic": "history",
+    "otava": "history",  # history.changes: E-Divisive (installed --no-deps, ci/install.sh)
     "psycopg": "history",  # history.store reads libpq's parameter names to check a URL
 }
 #: nemo-gym declares Requires-Python >=3.13.14, so no extra can hold it (ci/install.sh).
 NEMO_GYM = "pip install --no-deps --ignore-requires-python nemo-gym==0.7.0"
+#: apache-otava 0.8.0 pins numpy 2.2 and scipy < 1.17 and pulls in BigQuery, Slack and pg8000
+#: clients; ``otava.analysis`` needs only numpy and scipy, so it is installed alone.
+OTAVA = "pip install --no-deps apache-otava==0.8.0"
 
 
 def missing_module_error(exc: ModuleNotFoundError) -> InfraError | None:
@@ -42,6 +46,8 @@ def missing_module_error(exc: ModuleNotFoundError) -> InfraError | None:
         hint = "rlgate's own dependencies are incomplete: reinstall rlgate (or run ci/install.sh)"
     elif name in ("nemo_gym", "responses_api_models"):
         hint = f"pip install 'rlgate[gym]' and then {NEMO_GYM} (what ci/install.sh does)"
+    elif name == "otava":
+        hint = f"pip install 'rlgate[history]' and then {OTAVA} (what ci/install.sh does)"
     else:
         hint = f"pip install 'rlgate[{extra}]' (ci/install.sh installs every extra)"
     return InfraError(f"this needs the Python module {name!r}, which is not installed", hint=hint)

@@ -14,7 +14,11 @@ the Results are what the checks say, no label is written by hand. Planted
   the rollouts end truncated (``rollouts:truncated_final_rate``), and always in the last;
 * **an infra failure**: in nightly ``infra_at`` one seed of the trained arm loses 8 % of
   its instances to a Docker fault, over the SWE gate's 5 % (coverage criterion ERROR with
-  its infrastructure cause).
+  its infrastructure cause);
+* **a slow drift**: from nightly ``drift_from`` on, the step time creeps up by
+  ``drift_per_week`` (3 % a week, one nightly a day), inside the perf check's 10 % bound
+  until the regression: every nightly passes, and ``rlgate history changes`` finds it
+  (the report's step-time panel marks it).
 
 The code changes every ``code_every`` nightlies (the NeMo RL commit), so flakiness is
 measured on nightlies of the same code. Deterministic for a seed.
@@ -66,10 +70,17 @@ class DemoHistoryPlan:
     regression_from: int | None = 25
     flaky_chance: float | None = 0.35
     infra_at: int | None = DEMO_NIGHTLIES
+    drift_from: int | None = 10
+    drift_per_week: float = 0.03
 
     def without(self, *faults: str) -> DemoHistoryPlan:
-        """The plan with the named faults (``regression``, ``flaky``, ``infra``) removed."""
-        fields = {"regression": "regression_from", "flaky": "flaky_chance", "infra": "infra_at"}
+        """The plan without the named faults (regression, flaky, infra, drift)."""
+        fields = {
+            "regression": "regression_from",
+            "flaky": "flaky_chance",
+            "infra": "infra_at",
+            "drift": "drift_from",
+        }
         return dataclasses.replace(self, **{fields[f]: None for f in faults})
 
 
@@ -84,6 +95,13 @@ def demo_code(plan: DemoHistoryPlan, nightly: int) -> dict[str, str]:
         "nemo_gym": _sha("demo-nemo-gym"),
         "rlgate": _sha("demo-rlgate"),
     }
+
+
+def drift_factor(plan: DemoHistoryPlan, nightly: int) -> float:
+    """The step time's factor in nightly ``nightly`` (1-based) from the planted drift."""
+    if plan.drift_from is None or nightly < plan.drift_from:
+        return 1.0
+    return 1.0 + plan.drift_per_week * (nightly - plan.drift_from + 1) / 7.0
 
 
 def _flaky_schedule(plan: DemoHistoryPlan, seed: int) -> np.ndarray:
@@ -151,7 +169,7 @@ def demo_history(
     from rlgate.runs.metrics import load_run
     from rlgate.runs.rollouts import load_rollouts
     from rlgate.swe.records import load_universe
-    from rlgate.testing.corpus import Fault, corpus_recipe, write_rollouts, write_run
+    from rlgate.testing.corpus import Fault, Profile, corpus_recipe, write_rollouts, write_run
 
     plan = plan or DemoHistoryPlan()
     base = Path(root)
@@ -175,7 +193,12 @@ def demo_history(
         night = base / f"n{k:02d}"
         regressed = plan.regression_from is not None and k >= plan.regression_from
         fault = Fault.STEP_TIME_UP if regressed else Fault.HEALTHY
-        run = write_run(night / "run", fault, seed=seed + 2000 + k) if k > 1 or regressed else first
+        drift = drift_factor(plan, k)
+        profile = Profile(step_time=Profile().step_time * drift)
+        if k > 1 or regressed or drift != 1.0:
+            run = write_run(night / "run", fault, seed=seed + 2000 + k, profile=profile)
+        else:
+            run = first
         kind = "truncated_final" if flaky[k - 1] else "healthy"
         rollout = write_rollouts(night / "rollouts.jsonl", kind, seed=seed + 3000 + k)
         inputs = dataclasses.replace(

@@ -102,6 +102,9 @@ class Label(Enum):
     FLAKY = "flaky"
     INFRA = "infra"
     UNKNOWN = "unknown"
+    #: A passing check whose value changed inside its bound (``history.changes.drift_labels``):
+    #: informational unless its recipe sets ``rlgate.block_on_drift``.
+    DRIFT = "drift"
 
 
 #: A check by name: its tier and name (a series adds recipe, hardware and models).
@@ -493,6 +496,7 @@ class TriageLabel:
     window: tuple[str, ...] = field(default=())
     hardware: str | None = None
     models: tuple[str, ...] = ()
+    block_drift: bool = False
 
     @property
     def series(self) -> SeriesKey:
@@ -506,7 +510,9 @@ class TriageLabel:
 
     @property
     def blocks(self) -> bool:
-        """True for a label that is never waved through (regression, unknown)."""
+        """True for a label never waved through: regression, unknown (a drift: by its recipe)."""
+        if self.label is Label.DRIFT:
+            return self.block_drift
         return self.label in (Label.REGRESSION, Label.UNKNOWN)
 
     def candidate_text(self) -> str:
@@ -750,6 +756,7 @@ _ORDER = {
     Label.FLAKY: 2,
     Label.INFRA: 3,
     Label.PRE_EXISTING: 4,
+    Label.DRIFT: 5,
 }
 
 

@@ -98,6 +98,9 @@ class GateSpec(BaseModel):
     expect: Any = None
     reject_reasons: Any = None
     functional: FunctionalGate = FunctionalGate()
+    #: A check whose value changed inside its bound (triage label ``drift``) blocks the
+    #: release instead of being informational (docs/history.md, "Change points").
+    block_on_drift: bool = False
 
     @field_validator("functional", mode="before")
     @classmethod

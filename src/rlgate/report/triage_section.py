@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -172,6 +172,7 @@ def latest_nightly_labels(
 
 _COLOUR = {Outcome.PASS: "#2ca02c", Outcome.FAIL: "#d62728", Outcome.ERROR: "#ff7f0e"}
 _INFRA, _SKIP = "#7f7f7f", "#c7c7c7"
+_CHANGE = "#9467bd"  # a change point (purple, dotted)
 
 
 def _panel(
@@ -183,6 +184,7 @@ def _panel(
     lb: TriageLabel | None,
     ref: Result | None,
     series: str = "",
+    changes: Sequence[Any] = (),
 ) -> None:
     """One series' panel: ``x`` the marks' nightly positions (1-based) among ``width``.
 
@@ -209,6 +211,10 @@ def _panel(
         )
         if first is not None:
             ax.axvline(first - 0.5, color="#d62728", linewidth=1.2)
+    position = dict(zip((m.nightly for m in marks), x, strict=True))
+    for change in changes:  # history.changes: where the value's level moved
+        if change.nightly in position:
+            ax.axvline(position[change.nightly] - 0.5, color=_CHANGE, linestyle=":", linewidth=1.2)
     title = _plain(key.check, 44) + (f"\n{_plain(series, 44)}" if series else "")
     title += f"\n[{lb.label.value}]" if lb is not None else ""
     ax.set_title(title, fontsize=7, color="#d62728" if lb and lb.blocks else "black")
@@ -217,8 +223,12 @@ def _panel(
 
 
 def _trend_figures(
-    groups, labels: Sequence[TriageLabel], demo: bool
+    groups,
+    labels: Sequence[TriageLabel],
+    demo: bool,
+    changes: Mapping[SeriesKey, Any] | None = None,
 ) -> tuple[list[Figure], list[str]]:
+    changes = changes or {}
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure as MplFigure
 
@@ -262,18 +272,51 @@ def _trend_figures(
         for ax, key in zip(axes, shown, strict=False):
             x = [position[m.nightly] for m in marks[key]]
             series = key.describe() if len(several[key.check_key]) > 1 else ""
-            _panel(ax, key, marks[key], x, len(ids), label_of(key), refs.get(key), series)
+            _panel(
+                ax, key, marks[key], x, len(ids), label_of(key), refs.get(key), series,
+                changes.get(key, ()),
+            )  # fmt: skip
         for ax in axes[len(shown) :]:
             ax.set_axis_off()
         caption = (
             f"one panel per {tier.value} gate check over the main nightlies {ids[0]} … "
             f"{ids[-1]} (oldest left): line = value, o pass (green), x fail (red), o error "
             "(orange), grey square infra error, dashed = threshold, red line = first failing "
-            "nightly of a regression; panel title [label] of the latest nightly's triage"
+            "nightly of a regression, purple dotted = a change point of the value (rlgate "
+            "history changes); panel title [label] of the latest nightly's triage"
         )
         key = f"trend-{tier.value}"
         figures.append(_finish(fig, key, f"{tier.value} checks over the nightlies", caption, demo))
     return figures, notes
+
+
+#: Change points named in the section's notes (all are in report.json).
+MAX_CHANGE_NOTES = 10
+
+
+def _change_points(groups) -> tuple[dict[SeriesKey, Any], list[str], list[dict[str, Any]]]:
+    """The window's change points per series (``history.changes``), notes, their JSON."""
+    if not groups:
+        return {}, [], []
+    from rlgate.history.changes import changes_in
+
+    try:
+        found = [s for s in changes_in(groups) if s.changes]
+    except ModuleNotFoundError as exc:
+        return {}, [f"change points not marked: {exc.name} is not installed (ci/install.sh)"], []
+    notes = []
+    for s in found:
+        for c in s.changes:
+            rel = "n/a" if c.relative is None else f"{c.relative * 100:+.1f} %"
+            notes.append(
+                f"change point: {s.key.tier.value}: {s.key.check} [{s.key.describe()}] at "
+                f"{c.nightly} ({c.commit_range()}): {c.mean_before:.4g} -> {c.mean_after:.4g} "
+                f"({rel}), p = {c.pvalue:.2g}"
+            )
+    if len(notes) > MAX_CHANGE_NOTES:
+        more = len(notes) - MAX_CHANGE_NOTES
+        notes = [*notes[:MAX_CHANGE_NOTES], f"{more} more change points in report.json"]
+    return {s.key: s.changes for s in found}, notes, [s.to_json() for s in found]
 
 
 def build_triage_section(
@@ -310,10 +353,12 @@ def build_triage_section(
             f"the history holds no nightly of branch {main_branch!r}: every failing check is "
             "unknown (record nightlies with their branch, or pass --main-branch)"
         )
+    changes, change_notes, change_json = _change_points(groups)
+    notes += change_notes
     figures: list[Figure] = []
     if draw_plots and groups:
         trend_labels = [*latest, *labels]  # the candidate's label wins on a panel's title
-        figures, omitted = _trend_figures(groups, trend_labels, demo)
+        figures, omitted = _trend_figures(groups, trend_labels, demo, changes)
         notes += omitted
     window_ids = tuple(n for n, _ in groups)
     span = f"{window_ids[0]} … {window_ids[-1]}" if window_ids else "none"
@@ -373,6 +418,7 @@ def build_triage_section(
             "baseline_commit": None if commit is None else str(commit),
             "last": last,
             "latest_nightly_id": latest_id,
+            "change_points": change_json,
         },
     )
     return section, figures

@@ -17,6 +17,7 @@ from rlgate.cli.history import (
     record,
     refuse_recorded,
 )
+from rlgate.cli.term import current
 from rlgate.cli.triage import BASELINE_COMMIT_HELP, DEFAULT_LAST, MAX_LAST, commit_ref
 from rlgate.core.errors import RlgateError
 from rlgate.core.options import BAND_RUN, BASELINE, RECIPE, TOKENIZERS, Extend
@@ -120,7 +121,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
             )
         from rlgate.demo.build import run_demo
 
-        result = run_demo(out_dir(args), tokenizers=args.tokenizers, force=args.force)
+        result = run_demo(
+            out_dir(args), tokenizers=args.tokenizers, force=args.force, progress=current()
+        )
         report, files = result.report, result.files
         print(result.functional)
     else:
@@ -134,6 +137,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 seen = {r.context.run_id for r in history}
                 base = store.runs(commit=args.baseline_commit, last=args.last + 1)
                 history += [r for r in base if r.context.run_id not in seen]
+        step = current()
+        plots = "" if args.no_plots else ", drawing the plots"
+        step("report", 0, 3, "reading the inputs" + plots)
         report = build_report(
             args.junit,
             runs=args.run,
@@ -153,12 +159,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
         # after reading: every input is known to the output guard (run directories a run
         # JSON names included) and nothing is created on disk for inputs that turn out invalid
         out = prepare_out_dir(out_dir(args), force=args.force)
+        step("report", 1, 3, "writing the report")
         files = write_report(report, out)
+        step("report", 2, 3, "recording the run" if store is not None else "")
         for note in notes:
             print(note)
         if store is not None:
             with store:
                 record(store, context, [case.judged for case in report.junit.cases])
+        step("report", 3, 3)
     print(f"verdict: {report.verdict.value}")
     print(report.story)
     for b in report.blockers:

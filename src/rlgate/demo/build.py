@@ -51,6 +51,7 @@ import numpy as np
 from rlgate.core.commands import Command, command
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import remove_tree, write_json_atomic, write_text_atomic
+from rlgate.core.progress import Progress, no_progress
 from rlgate.core.resources import FUNCTIONAL_TIER
 from rlgate.demo.history import (
     DEMO_BRANCH,
@@ -83,6 +84,7 @@ LATEST_NIGHTLY = "latest-nightly.xml"  # its newest nightly's Results, as JUnit
 DEMO_RECIPE = "grpo-qwen3.5-35ba3b-2n8g-megatron-async1off-gym-swe-demo"
 FUNCTIONAL_TIMEOUT_S = 900
 SWE_SEEDS = 4
+DEMO_STEPS = 8  # the steps run_demo reports to its progress
 # Demo SWE model: per-instance solve probabilities ~ Beta(0.12, 0.18) (mean 0.40; a rerun of
 # the same model disagrees on ~11% of instances, swebench.md §3.3's E[p(1-p)] ~ 0.055), and
 # training "learns" 12% of the instances (p -> p + 0.75 (1 - p)): about +5 pp.
@@ -316,23 +318,33 @@ def run_demo(
     force: bool = False,
     seed: int = 0,
     functional_select: str | None = None,
+    progress: Progress = no_progress,
 ) -> DemoResult:
     """Run the demo end to end and write the report into ``out_dir``.
 
-    ``functional_select`` runs only the functional tests a ``-k`` expression selects.
+    ``functional_select`` runs only the functional tests a ``-k`` expression selects;
+    ``progress`` hears of each of its steps (:mod:`rlgate.core.progress`).
     """
     from rlgate.report.build import build_report, prepare_out_dir, write_report
+
+    def step(done: int, item: str = "") -> None:
+        progress("report --demo", done, DEMO_STEPS, item)
 
     out = prepare_out_dir(out_dir, force=force)
     inputs = out / INPUTS
     _fresh_inputs(inputs)
+    step(0, "starting the functional tier (in the background)")
     proc, why = _start_functional(inputs, tokenizers, functional_select)
     try:
+        step(1, "writing the demo runs")
         runs = _write_runs(inputs, seed)
+        step(2, "gating the runs and the SWE results")
         gated = {**_gate_runs(inputs, runs), **_gate_swe(inputs, seed)}
+        step(3, "generating the nightly history")
         generated = demo_history(
             inputs / "history", seed=seed, recipe=runs["recipe"], baseline=runs["baseline"]
         )
+        step(4, "recording the nightly history")
         history, recorded = record_demo_history(inputs / HISTORY_DB, generated)
         latest = [r for r in generated if r.context.nightly_id == generated[-1].context.nightly_id]
         write_nightly_junit(inputs / LATEST_NIGHTLY, latest)  # for `rlgate triage` to try
@@ -341,7 +353,9 @@ def run_demo(
             proc.kill()
             proc.wait()
         raise
+    step(5, "waiting for the functional tier")
     functional = _finish_functional(proc, inputs, why)
+    step(6, "building the report")
     logger.info(functional)
     junit = [inputs / "functional.xml"] if (inputs / "functional.xml").is_file() else []
     report = build_report(
@@ -357,4 +371,7 @@ def run_demo(
         history=history,
         main_branch=DEMO_BRANCH,
     )
-    return DemoResult(report, write_report(report, out), functional)
+    step(7, "writing the report")
+    files = write_report(report, out)
+    step(DEMO_STEPS)
+    return DemoResult(report, files, functional)

@@ -141,7 +141,8 @@ def test_a_piped_stdout_is_never_coloured(arms, tmp_path):
 
 
 def test_without_a_terminal_each_step_is_one_timestamped_line(arms, tmp_path):
-    proc = subprocess.run(_argv(arms, tmp_path), env=_env(), capture_output=True, check=False)
+    env = _env(RLGATE_PROGRESS_AFTER="0")  # every step (default: those running 5 s or more)
+    proc = subprocess.run(_argv(arms, tmp_path), env=env, capture_output=True, check=False)
     assert proc.returncode == 0
     err = proc.stderr.decode()
     assert b"\x1b" not in proc.stdout + proc.stderr
@@ -158,3 +159,10 @@ def test_hostile_names_reach_the_terminal_inert(arms, tmp_path):
     code, tty, _ = _in_pty(argv, _env())
     assert code == 0
     assert b"\x1b]" not in tty and b"\x07" not in tty
+
+
+def test_without_a_terminal_steps_quicker_than_the_threshold_write_nothing(arms, tmp_path):
+    env = _env(RLGATE_PROGRESS_AFTER="60")
+    proc = subprocess.run(_argv(arms, tmp_path), env=env, capture_output=True, check=False)
+    assert proc.returncode == 0
+    assert proc.stderr == b""  # no step ran 60 s: no line (an error stays one line)

@@ -109,6 +109,7 @@ COMMANDS: dict[str, dict[str, Role]] = {
         "band_run": P,
         "tokenizers": Role.ROOT,
         "out": D,
+        "site": P,
         **_DB,
     },
     "history record": {

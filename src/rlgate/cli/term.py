@@ -2,7 +2,8 @@
 
 * :func:`session` (around every command) holds its :class:`rlgate.core.progress.Progress`
   (:func:`current`, :func:`shown`): on a terminal (stderr is a tty) a transient tqdm bar,
-  cleared when the work ends; otherwise one plain timestamped line per named step
+  cleared when the work ends; otherwise one plain timestamped line per named step that runs
+  longer than ``RLGATE_PROGRESS_AFTER`` seconds (default 5; 0: every step)
   (``[03:52:51] recipe check: 2 of 5: b.yaml``), no line per mere advance.
 * :func:`colour` colours the verdict words (PASS / FAIL / ERROR, GO / NO-GO / INCOMPLETE,
   INCOMPATIBLE, IMPROVED / REGRESSED / INCONCLUSIVE) when
@@ -19,6 +20,7 @@ import contextlib
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any, TextIO
@@ -115,25 +117,57 @@ class _Bar(Progress):
             self._bar = None
 
 
+#: Seconds a step runs before its line is written when stderr is not a terminal (a quick
+#: command, or one that fails at once, stays one result or one error line).
+QUIET_SECONDS = 5.0
+
+
+def _quiet_seconds() -> float:
+    try:
+        return max(0.0, float(os.environ.get("RLGATE_PROGRESS_AFTER", QUIET_SECONDS)))
+    except ValueError:
+        return QUIET_SECONDS
+
+
 class _Lines(Progress):
-    """One timestamped line per named step (not a terminal: a log, a CI job)."""
+    """One timestamped line per named step that runs a while (not a terminal: a log, CI)."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._label = ""
+        self._after = _quiet_seconds()
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
 
     def __call__(self, label: str, done: int, total: int | None, item: str = "") -> None:
         if not item and label == self._label:
             return
         self._label = label
+        self._cancel()
+        if not item:
+            return
         of = f"{done + 1} of {total}" if total is not None and done < total else f"{done}"
-        what = f": {item}" if item else ""
-        stamp = time.strftime("%H:%M:%S")
-        self._stream.write(printable(f"[{stamp}] {label}: {of}{what}") + "\n")
-        self._stream.flush()
+        line = printable(f"[{time.strftime('%H:%M:%S')}] {label}: {of}: {item}") + "\n"
+        if self._after == 0:
+            self._write(line)
+        else:
+            self._timer = threading.Timer(self._after, self._write, (line,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _write(self, line: str) -> None:
+        with self._lock:
+            self._stream.write(line)
+            self._stream.flush()
+
+    def _cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def close(self) -> None:
-        """Nothing to clear."""
+        """A step still waiting to be written is not."""
+        self._cancel()
 
 
 _ACTIVE: list[_Bar] = []
@@ -154,8 +188,10 @@ def session() -> Iterator[Progress]:
         _CURRENT.remove(shown_)
         if isinstance(shown_, _Bar):
             _ACTIVE.remove(shown_)
-            shown_.close()
+            shown_.close()  # the bar's line is erased, then what waited for a newline
             _flush_pending()
+        else:
+            shown_.close()
 
 
 def current() -> Progress:

@@ -26,6 +26,7 @@ from rlgate.cli import runs as _cli_runs
 from rlgate.cli import swe as _cli_swe
 from rlgate.cli import term as _cli_term
 from rlgate.cli import triage as _cli_triage
+from rlgate.cli.args import split_configs_and_overrides
 from rlgate.core.errors import EXIT_ORDER_TEXT, ExitCode, RlgateError, worst_exit_code
 from rlgate.core.extras import missing_module_error
 from rlgate.core.options import TOKENIZERS
@@ -184,13 +185,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 # --- rlgate recipe check ------------------------------------------------------
 
 RECIPE_CHECK_JSON_VERSION = 2
-
-
-def split_configs_and_overrides(args: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Hydra's rule: an argument with ``=`` or starting with ``~``/``+`` is an override."""
-    overrides = [a for a in args if "=" in a or a.startswith(("~", "+"))]
-    configs = [a for a in args if a not in overrides]
-    return configs, overrides
 
 
 def _add_recipe(sub: argparse._SubParsersAction) -> None:

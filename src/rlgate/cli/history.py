@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlgate.cli.args import DEFAULT_LAST  # history prune keeps what triage reads
 from rlgate.cli.term import shown
-from rlgate.cli.triage import DEFAULT_LAST  # history prune keeps what triage reads
 from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.options import Extend
 from rlgate.core.validate import int_in, positive_int, utc_time

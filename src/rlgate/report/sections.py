@@ -485,8 +485,8 @@ def notes_section(report: ReleaseReport) -> Section | None:
 #: The report's sections in page order. A new section: one builder, one line here.
 SECTIONS: list[SectionBuilder] = [
     verdict_section,
-    links_section,  # site config templates and CI variables (rlgate.core.links)
     tiers_section,
+    links_section,  # site config templates and CI variables (rlgate.core.links)
     plots_section,
     triage_report_section,  # with a history (--db): report/triage_section.py
     swe_section,

@@ -24,7 +24,9 @@ from rlgate.cli import outputs as _cli_outputs
 from rlgate.cli import report as _cli_report
 from rlgate.cli import runs as _cli_runs
 from rlgate.cli import swe as _cli_swe
+from rlgate.cli import term as _cli_term
 from rlgate.cli import triage as _cli_triage
+from rlgate.cli.args import split_configs_and_overrides
 from rlgate.core.errors import EXIT_ORDER_TEXT, ExitCode, RlgateError, worst_exit_code
 from rlgate.core.extras import missing_module_error
 from rlgate.core.options import TOKENIZERS
@@ -90,13 +92,26 @@ def _internal_error(exc: BaseException) -> NoReturn:
 
 
 class _Printable(io.TextIOBase):
-    """A text stream that shows control characters visibly (see ``rlgate.core.text``)."""
+    """A text stream that shows control characters visibly (see ``rlgate.core.text``).
+
+    On a terminal its verdict words are coloured and it writes above a live progress bar
+    (:mod:`rlgate.cli.term`).
+    """
 
     def __init__(self, inner: TextIO) -> None:
         self._inner = inner
 
+    @property
+    def raw(self) -> TextIO:
+        """The stream written to."""
+        return self._inner
+
+    def isatty(self) -> bool:
+        """Whether the stream written to is a terminal."""
+        return _cli_term.is_tty(self._inner)
+
     def write(self, text: str) -> int:
-        self._inner.write(printable(text))
+        _cli_term.write(self._inner, printable(text))
         return len(text)
 
     def flush(self) -> None:
@@ -170,13 +185,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 # --- rlgate recipe check ------------------------------------------------------
 
 RECIPE_CHECK_JSON_VERSION = 2
-
-
-def split_configs_and_overrides(args: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Hydra's rule: an argument with ``=`` or starting with ``~``/``+`` is an override."""
-    overrides = [a for a in args if "=" in a or a.startswith(("~", "+"))]
-    configs = [a for a in args if a not in overrides]
-    return configs, overrides
 
 
 def _add_recipe(sub: argparse._SubParsersAction) -> None:
@@ -268,8 +276,9 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
     many = len(configs) > 1
     docs: list[dict[str, object]] = []
     statuses: list[str] = []
-    for config in configs:
+    for i, config in enumerate(configs):
         if many:
+            _cli_term.shown("recipe check", i, len(configs), config)
             print(f"== {config}")
         try:
             report = check_recipe_file(config, overrides, args.tokenizers, skip_unavailable=True)
@@ -449,7 +458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     guard = contextlib.nullcontext() if args.command == "run" else _printable_streams()
     try:
         # every output is kept off every input (rlgate.cli.outputs): declared before any work
-        with guard, _handle_errors(), _cli_outputs.guarded(parser, args):
+        # a progress bar is cleared before any error message (rlgate.cli.term)
+        with guard, _handle_errors(), _cli_outputs.guarded(parser, args), _cli_term.session():
             return int(args.func(args))
     except _Exit as stop:
         return stop.code

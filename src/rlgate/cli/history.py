@@ -17,11 +17,12 @@ import hashlib
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlgate.cli.triage import DEFAULT_LAST  # history prune keeps what triage reads
+from rlgate.cli.args import DEFAULT_LAST  # history prune keeps what triage reads
+from rlgate.cli.term import shown
 from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.options import Extend
 from rlgate.core.validate import int_in, positive_int, utc_time
@@ -464,10 +465,12 @@ def _cmd_record(args: argparse.Namespace) -> int:
     facts = Facts()
     if args.recipe:
         facts = recipe_facts(args.recipe, args.override)
+    step = _record_steps(args)
     results: list[Result] = []
     inputs: list[str] = []
     stated: set[str] = set()  # the hardware the inputs say they ran on (check-run, the tiers)
     if args.junit:
+        step(f"reading {len(args.junit)} JUnit file(s)")
         junit = read_junit_results(args.junit)
         results += junit.results
         facts = facts.merge(junit.facts)
@@ -476,6 +479,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
     if args.run_json:
         from rlgate.report.inputs import load_run_doc
 
+        step(f"reading {len(args.run_json)} check-run JSON file(s)")
         for path in args.run_json:
             doc = load_run_doc(path)
             if args.run_dir:
@@ -487,6 +491,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
     if args.swe_json:
         from rlgate.report.inputs import load_swe_doc
 
+        step("reading the SWE comparison")
         results += load_swe_doc(args.swe_json).criteria
         inputs.append(args.swe_json)
     steps = None
@@ -496,6 +501,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
         # the recipe given wins over the manifest's, the launched shape over the recipe's
         given = Facts(recipe=facts.recipe, recipe_sha256=facts.recipe_sha256)
         facts = given.merge(manifest_facts(args.run_dir)).merge(facts)
+        step("reading the run's per-step metrics")
         steps = steps_of(load_run(args.run_dir))
         from rlgate.runs.registry import shown_run
 
@@ -507,6 +513,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
         from rlgate.swe.records import load_universe
 
         pairs = [next(iter(parse_pairs([item], "--swe-run").items())) for item in args.swe_run]
+        step(f"reading {len(pairs)} SWE run(s)")
         universe = load_universe(args.dataset)
         for model, path in pairs:
             swe += swe_rows(load_arm(model, [path], universe), model)
@@ -519,9 +526,25 @@ def _cmd_record(args: argparse.Namespace) -> int:
     if len(stated) == 1:  # what the judged run stated beats the recipe's or manifest's shape
         facts = Facts(hardware=stated.pop()).merge(facts)
     context = context_for(args, facts, default_recipe="", inputs=inputs, overrides=args.override)
+    step(f"recording {len(results)} result(s), {len(swe)} SWE outcome(s)")
     with store:
         record(store, context, results, steps, swe)
+    step("")
     return ExitCode.OK
+
+
+def _record_steps(args: argparse.Namespace) -> Callable[[str], None]:
+    """``history record``'s progress: one step per kind of input given, then the recording."""
+    given = (args.junit, args.run_json, args.swe_json, args.run_dir, args.swe_run)
+    total = sum(bool(g) for g in given) + 1
+    done = -1
+
+    def step(item: str) -> None:
+        nonlocal done
+        done += 1
+        shown("history record", done, total, item)
+
+    return step
 
 
 def _cmd_show(args: argparse.Namespace) -> int:

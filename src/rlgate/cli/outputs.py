@@ -109,6 +109,7 @@ COMMANDS: dict[str, dict[str, Role]] = {
         "band_run": P,
         "tokenizers": Role.ROOT,
         "out": D,
+        "site": P,
         **_DB,
     },
     "history record": {
@@ -254,7 +255,7 @@ def _values(value: Any) -> list[Any]:
 def _declare_inputs(guard: Any, role_: Role, flag: str, values: Sequence[Any]) -> None:
     """Add one option's inputs to ``guard`` (refused at once against its outputs)."""
     if role_ is Role.CONFIGS:
-        from rlgate.cli.app import split_configs_and_overrides
+        from rlgate.cli.args import split_configs_and_overrides
 
         values = split_configs_and_overrides([str(v) for v in values])[0]
         role_ = Role.RECIPE

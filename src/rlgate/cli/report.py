@@ -7,6 +7,9 @@ library; errors become exit codes in ``rlgate.cli.app._handle_errors``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
+from pathlib import Path
 from typing import Any
 
 from rlgate.cli.history import (
@@ -17,6 +20,7 @@ from rlgate.cli.history import (
     record,
     refuse_recorded,
 )
+from rlgate.cli.term import current
 from rlgate.cli.triage import BASELINE_COMMIT_HELP, DEFAULT_LAST, MAX_LAST, commit_ref
 from rlgate.core.errors import RlgateError
 from rlgate.core.options import BAND_RUN, BASELINE, RECIPE, TOKENIZERS, Extend
@@ -51,6 +55,14 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="output directory (default: rlgate-report, demo-report)")
     p.add_argument("--force", action="store_true", help="write into a non-empty foreign --out")
     p.add_argument("--no-plots", action="store_true", help="skip the figures (faster)")
+    p.add_argument(
+        "--site",
+        default=os.environ.get("RLGATE_SITE"),
+        metavar="SITE_YAML",
+        help="site config whose links: templates (https, plain {run_id} {run_name} {recipe} "
+        "{nightly_id} {branch} fields) the report links to; the CI job's link comes from "
+        "CI_JOB_URL or GITHUB_SERVER_URL/GITHUB_REPOSITORY/GITHUB_RUN_ID (default $RLGATE_SITE)",
+    )
     p.add_argument(
         "--demo",
         action="store_true",
@@ -103,6 +115,27 @@ def _report_history(args: argparse.Namespace) -> tuple[Any, Any, list[Any], list
     return store, context, list(promoted.runs) if promoted.enough else [], [note]
 
 
+def _with_links(report: Any, args: argparse.Namespace, context: Any) -> Any:
+    """``report`` with the links of ``--site``'s templates and of the CI (rlgate.core.links)."""
+    from rlgate.core.links import report_links
+
+    templates: dict[str, str] = {}
+    if args.site:
+        from rlgate.launch.site import load_site_config
+
+        templates = dict(load_site_config(args.site).links)
+    run = report.runs[0][1].run if report.runs else None
+    values = {
+        "run_id": context.run_id if context is not None else getattr(args, "run_id", None),
+        "nightly_id": context.nightly_id if context else getattr(args, "nightly_id", None),
+        "branch": context.branch if context is not None else getattr(args, "branch", None),
+        "recipe": report.recipe.name if report.recipe else None,
+        "run_name": Path(run).name if run else None,
+    }
+    links = report_links(templates, values)
+    return dataclasses.replace(report, links=tuple(links.items())) if links else report
+
+
 def out_dir(args: argparse.Namespace) -> str:
     """The report's directory: ``--out``, else ``demo-report`` / ``rlgate-report``."""
     return args.out or ("demo-report" if args.demo else "rlgate-report")
@@ -120,7 +153,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
             )
         from rlgate.demo.build import run_demo
 
-        result = run_demo(out_dir(args), tokenizers=args.tokenizers, force=args.force)
+        result = run_demo(
+            out_dir(args), tokenizers=args.tokenizers, force=args.force, progress=current()
+        )
         report, files = result.report, result.files
         print(result.functional)
     else:
@@ -134,6 +169,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 seen = {r.context.run_id for r in history}
                 base = store.runs(commit=args.baseline_commit, last=args.last + 1)
                 history += [r for r in base if r.context.run_id not in seen]
+        step = current()
+        plots = "" if args.no_plots else ", drawing the plots"
+        step("report", 0, 3, "reading the inputs" + plots)
         report = build_report(
             args.junit,
             runs=args.run,
@@ -152,13 +190,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
         )
         # after reading: every input is known to the output guard (run directories a run
         # JSON names included) and nothing is created on disk for inputs that turn out invalid
+        report = _with_links(report, args, context)
         out = prepare_out_dir(out_dir(args), force=args.force)
+        step("report", 1, 3, "writing the report")
         files = write_report(report, out)
+        step("report", 2, 3, "recording the run" if store is not None else "")
         for note in notes:
             print(note)
         if store is not None:
             with store:
                 record(store, context, [case.judged for case in report.junit.cases])
+        step("report", 3, 3)
     print(f"verdict: {report.verdict.value}")
     print(report.story)
     for b in report.blockers:

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rlgate.cli import term as _cli_term
 from rlgate.cli.history import (
     SWE_RECORD_DB_HELP,
     add_record_options,
@@ -290,10 +291,16 @@ def _cmd_swe_compare(args: argparse.Namespace) -> int:
         n_resamples=args.resamples,
         seed=args.seed,
     )
+    step = _cli_term.current()
+    step("swe compare", 0, 4, "reading the dataset")
     universe = load_universe(args.dataset, split=args.split)
+    step("swe compare", 1, 4, f"reading the before arm ({len(args.before)} run(s))")
     before = load_arm("before", args.before, universe)
+    step("swe compare", 2, 4, f"reading the after arm ({len(args.after)} run(s))")
     after = load_arm("after", args.after, universe)
+    step("swe compare", 3, 4, f"comparing ({options.n_resamples} resamples)")
     comparison = compare_arms(before, after, universe, options)
+    step("swe compare", 4, 4)
     if models is not None:
         comparison = _with_models(comparison, models)
     stored = None
@@ -458,7 +465,13 @@ def _cmd_swe_eval(args: argparse.Namespace) -> int:
     )
     run_dir = eval_run_dir(args)
     assert run_dir is not None  # --run-id is required above
-    result = run_swebench_eval(opts, run_dir, allow_pull=args.allow_pull, retry=not args.no_retry)
+    result = run_swebench_eval(
+        opts,
+        run_dir,
+        allow_pull=args.allow_pull,
+        retry=not args.no_retry,
+        progress=_cli_term.current(),
+    )
     print(f"final report: {result.final_report}")
     print(f"attempts: {len(result.attempts)}; record: {result.record}")
     if result.remaining_infra:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlgate.cli.args import DEFAULT_LAST, FLAKY_RATE, MAX_LAST
 from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.options import Extend
 from rlgate.core.validate import float_in, int_in
@@ -36,11 +37,6 @@ __all__ = [
     "render_table",
 ]
 
-# rlgate.history.triage.DEFAULT_LAST / FLAKY_RATE, kept here so building the parser imports
-# nothing more (tests/unit/test_triage_cli.py checks the two agree).
-DEFAULT_LAST = 30
-FLAKY_RATE = 0.1
-MAX_LAST = 10_000
 BASELINE_COMMIT_HELP = (
     "compare with the nightlies of this commit (e.g. the pull request's merge base; its "
     "--main-branch runs and other branches' reruns of the same code; 7+ hex characters, "

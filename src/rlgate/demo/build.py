@@ -37,7 +37,6 @@ subprocess runs in ``DIR/demo-inputs`` with ``-p no:cacheprovider`` and
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
@@ -46,11 +45,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from rlgate.core.commands import Command, command
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import remove_tree, write_json_atomic, write_text_atomic
+from rlgate.core.progress import Progress, no_progress
 from rlgate.core.resources import FUNCTIONAL_TIER
 from rlgate.demo.history import (
     DEMO_BRANCH,
@@ -58,7 +56,13 @@ from rlgate.demo.history import (
     record_demo_history,
     write_nightly_junit,
 )
-from rlgate.swe.records import VERIFIED_IDS_FILE
+from rlgate.demo.swe import (  # noqa: F401  (names of the demo, re-exported)
+    BUNDLED_INSTANCES,
+    DEMO_RECIPE,
+    SWE_SEEDS,
+    find_swe_dataset,
+    write_demo_swe,
+)
 
 if TYPE_CHECKING:
     from rlgate.report.build import ReleaseReport
@@ -74,19 +78,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-BUNDLED_INSTANCES = VERIFIED_IDS_FILE
 INPUTS = "demo-inputs"
 INPUTS_MARKER = ".rlgate-demo-inputs"
 HISTORY_DB = "history.db"  # the demo's nightly history (SQLite), in DIR/demo-inputs/
 LATEST_NIGHTLY = "latest-nightly.xml"  # its newest nightly's Results, as JUnit
 # The corpus recipe, named in NeMo RL's convention (its stem is the run's recipe id).
-DEMO_RECIPE = "grpo-qwen3.5-35ba3b-2n8g-megatron-async1off-gym-swe-demo"
 FUNCTIONAL_TIMEOUT_S = 900
-SWE_SEEDS = 4
-# Demo SWE model: per-instance solve probabilities ~ Beta(0.12, 0.18) (mean 0.40; a rerun of
-# the same model disagrees on ~11% of instances, swebench.md §3.3's E[p(1-p)] ~ 0.055), and
-# training "learns" 12% of the instances (p -> p + 0.75 (1 - p)): about +5 pp.
-_BETA, _LEARNED, _LIFT = (0.12, 0.18), 0.12, 0.75
+DEMO_STEPS = 8  # the steps run_demo reports to its progress
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,16 +94,6 @@ class DemoResult:
     report: ReleaseReport
     files: dict[str, Path]
     functional: str  # how the functional tier went, one line
-
-
-def find_swe_dataset() -> Path:
-    """The local Verified dataset ``RLGATE_SWE_DATASET`` names, else the bundled id list."""
-    env = os.environ.get("RLGATE_SWE_DATASET")
-    if env:
-        candidate = Path(env)
-        if (candidate / "test.parquet").is_file() or candidate.is_file():
-            return candidate
-    return BUNDLED_INSTANCES
 
 
 # --- functional tier ---------------------------------------------------------------------------
@@ -225,38 +213,6 @@ def _gate_runs(inputs: Path, runs: dict[str, Path]) -> dict[str, Path]:
 # --- generated SWE results -------------------------------------------------------------------
 
 
-def write_demo_swe(
-    root: Path, ids: list[str], *, seeds: int = SWE_SEEDS, seed: int = 0
-) -> tuple[list[Path], list[Path]]:
-    """Per-instance maps for ``seeds`` runs of a base and a trained model (DEMO data)."""
-    rng = np.random.default_rng(seed)
-    n = len(ids)
-    base = rng.beta(*_BETA, n)
-    trained = np.where(rng.random(n) < _LEARNED, base + _LIFT * (1 - base), base)
-    arms: dict[str, list[Path]] = {"before": [], "after": []}
-    for arm, prob in (("before", base), ("after", trained)):
-        for k in range(seeds):
-            resolved = rng.random(n) < prob
-            no_patch = ~resolved & (rng.random(n) < (0.03 if arm == "before" else 0.015))
-            doc = {
-                iid: {"resolved": bool(r), "patch_exists": not bool(e)}
-                for iid, r, e in zip(ids, resolved, no_patch, strict=True)
-            }
-            if arm == "before" and k == 0:  # a few Docker faults, under the 5% bound
-                for iid in ids[7::167]:
-                    doc[iid] = {
-                        "resolved": False,
-                        "patch_exists": True,
-                        "infra_failure": True,
-                        "infra_failure_reason": "container_unavailable",
-                    }
-            path = root / f"{arm}_seed{k}.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(doc, indent=0) + "\n", encoding="utf-8")
-            arms[arm].append(path)
-    return arms["before"], arms["after"]
-
-
 def _gate_swe(inputs: Path, seed: int) -> dict[str, Path]:
     from rlgate.swe.compare import GateOptions, compare_arms
     from rlgate.swe.readers import load_arm
@@ -316,23 +272,33 @@ def run_demo(
     force: bool = False,
     seed: int = 0,
     functional_select: str | None = None,
+    progress: Progress = no_progress,
 ) -> DemoResult:
     """Run the demo end to end and write the report into ``out_dir``.
 
-    ``functional_select`` runs only the functional tests a ``-k`` expression selects.
+    ``functional_select`` runs only the functional tests a ``-k`` expression selects;
+    ``progress`` hears of each of its steps (:mod:`rlgate.core.progress`).
     """
     from rlgate.report.build import build_report, prepare_out_dir, write_report
+
+    def step(done: int, item: str = "") -> None:
+        progress("report --demo", done, DEMO_STEPS, item)
 
     out = prepare_out_dir(out_dir, force=force)
     inputs = out / INPUTS
     _fresh_inputs(inputs)
+    step(0, "starting the functional tier (in the background)")
     proc, why = _start_functional(inputs, tokenizers, functional_select)
     try:
+        step(1, "writing the demo runs")
         runs = _write_runs(inputs, seed)
+        step(2, "gating the runs and the SWE results")
         gated = {**_gate_runs(inputs, runs), **_gate_swe(inputs, seed)}
+        step(3, "generating the nightly history")
         generated = demo_history(
             inputs / "history", seed=seed, recipe=runs["recipe"], baseline=runs["baseline"]
         )
+        step(4, "recording the nightly history")
         history, recorded = record_demo_history(inputs / HISTORY_DB, generated)
         latest = [r for r in generated if r.context.nightly_id == generated[-1].context.nightly_id]
         write_nightly_junit(inputs / LATEST_NIGHTLY, latest)  # for `rlgate triage` to try
@@ -341,7 +307,9 @@ def run_demo(
             proc.kill()
             proc.wait()
         raise
+    step(5, "waiting for the functional tier")
     functional = _finish_functional(proc, inputs, why)
+    step(6, "building the report")
     logger.info(functional)
     junit = [inputs / "functional.xml"] if (inputs / "functional.xml").is_file() else []
     report = build_report(
@@ -357,4 +325,7 @@ def run_demo(
         history=history,
         main_branch=DEMO_BRANCH,
     )
-    return DemoResult(report, write_report(report, out), functional)
+    step(7, "writing the report")
+    files = write_report(report, out)
+    step(DEMO_STEPS)
+    return DemoResult(report, files, functional)

@@ -127,7 +127,7 @@ def _break_swe(path: Path, ids: Sequence[str]) -> None:
 
 def demo_swe_comparison(root: Path, universe: Any, k: int, seed: int, infra: bool) -> Any:
     """The SWE comparison of demo nightly ``k`` (``infra``: 8 % Docker faults in one seed)."""
-    from rlgate.demo.build import write_demo_swe
+    from rlgate.demo.swe import write_demo_swe
     from rlgate.swe.compare import GateOptions, compare_arms
     from rlgate.swe.readers import load_arm
 
@@ -165,7 +165,7 @@ def demo_history(
     given, the recipe, the baseline and the band runs.
     """
     from rlgate.checks.plan import load_inputs, load_plan, run_gate
-    from rlgate.demo.build import DEMO_RECIPE, find_swe_dataset
+    from rlgate.demo.swe import DEMO_RECIPE, find_swe_dataset
     from rlgate.runs.metrics import load_run
     from rlgate.runs.rollouts import load_rollouts
     from rlgate.swe.records import load_universe

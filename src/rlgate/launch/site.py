@@ -4,7 +4,8 @@ A site config holds what differs between clusters and must never be hard-coded: 
 account, partition, container image and mounts, time limits, the Ray job API address, the
 environment a run needs (``env``: literal, non-secret values such as ``HF_HOME``;
 ``pass_env``: names of variables such as ``HF_TOKEN`` whose values are taken from the
-launching environment and never written down), the default runs root and NeMo RL checkout.
+launching environment and never written down), the default runs root and NeMo RL checkout,
+and the report's ``links:`` (https URL templates, :mod:`rlgate.core.links`).
 ``ci/site.example.yaml`` documents every key; unknown keys are errors (``extra="forbid"``).
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
@@ -27,6 +28,7 @@ from pydantic import (
 
 from rlgate.core.errors import LaunchError
 from rlgate.core.io import read_yaml
+from rlgate.core.links import check_template
 from rlgate.core.text import redact_url
 from rlgate.core.validate import LineText, PositiveInt, check_env_name, problems
 
@@ -170,6 +172,17 @@ class SiteConfig(BaseModel):
     pass_env: list[EnvName] = Field(default_factory=list)  # names taken from the launching env
     runs_root: LineText | None = None
     nemo_rl_dir: LineText | None = None
+    # the report's links: kind -> https URL template of plain {fields} (rlgate.core.links)
+    links: dict[Literal["run", "wandb", "tensorboard", "ci_job", "release"], str] = Field(
+        default_factory=dict
+    )
+
+    @field_validator("links")
+    @classmethod
+    def _links(cls, links: dict[str, str]) -> dict[str, str]:
+        for template in links.values():
+            check_template(template)
+        return links
 
     @field_validator("env")
     @classmethod

@@ -23,8 +23,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 from rlgate.checks.document import RunDocument
 from rlgate.core.errors import RlgateError
@@ -48,8 +49,10 @@ from rlgate.report.inputs import (
     sha256_path,
 )
 from rlgate.report.model import ReleaseReport
+from rlgate.report.paths import path_roots, shorten_document, shorten_json
 from rlgate.report.plots import Figure
-from rlgate.report.render import render_html, render_markdown, report_payload
+from rlgate.report.render import report_payload, to_html, to_markdown
+from rlgate.report.sections import build_document
 from rlgate.report.story import (
     StoryInputs,
     load_recipe_facts,
@@ -194,6 +197,7 @@ def build_report(
     last: int = DEFAULT_LAST,
     candidate: RunContext | None = None,
     baseline_commit: CommitRef | None = None,
+    links: Mapping[str, str] = MappingProxyType({}),
 ) -> ReleaseReport:
     """Read every input, decide, tell the story and (unless ``draw_plots`` is off) plot.
 
@@ -201,6 +205,7 @@ def build_report(
     ``history``: recorded runs to triage against (the triage section and its trends,
     :mod:`rlgate.report.triage_section`; ``candidate`` is this report's own recorded context;
     ``baseline_commit``: its failing checks are labelled against that commit's nightlies).
+    ``links``: kind -> https URL, from :func:`rlgate.core.links.report_links` (never an input).
     """
     evidence = load_junit(junit)
     run_docs = _load_runs(runs)
@@ -260,6 +265,7 @@ def build_report(
             str(p) for p in [*given, *(doc.run for _, doc in run_docs if Path(doc.run).exists())]
         ),
         triage=triage,
+        links=tuple(links.items()),
     )
 
 
@@ -363,11 +369,14 @@ def write_report(report: ReleaseReport, out_dir: Path) -> dict[str, Path]:
         written[f"plot:{fig.key}"] = write_bytes_atomic(path, fig.png, inputs=inputs)
     merged = report.junit.merged_xml
     written["junit"] = write_text_atomic(target("junit.xml"), merged, inputs=inputs)
-    md = render_markdown(report)
+    # local paths read relative to out_dir or the inputs' root (rlgate.report.paths)
+    roots = path_roots(out_dir, [p for p, _ in report.inputs])
+    document = shorten_document(build_document(report), roots)
+    md = to_markdown(document)
     written["markdown"] = write_text_atomic(target("report.md"), md, inputs=inputs)
-    html = render_html(report)
+    html = to_html(document)
     written["html"] = write_text_atomic(target("report.html"), html, inputs=inputs)
-    payload = report_payload(report)
+    payload = {**shorten_json(report_payload(report), roots), "path_roots": roots.as_json()}
     written["json"] = write_json_atomic(target("report.json"), payload, inputs=inputs)
     logger.info("report written to %s: %s", out_dir, json.dumps(report.verdict.value))
     return written

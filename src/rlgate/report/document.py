@@ -15,12 +15,13 @@ Escaping is decided by type, once, in the backends; a builder never escapes:
   Markdown, escaped in HTML all the same;
 * :class:`Code` is a code span (:func:`rlgate.core.text.md_code` / ``<code>``);
 * :class:`Strong` is bold; :class:`Ref` a link to one of the report's own anchors;
+  :class:`Link` an https link from rlgate's configuration (site config, CI variables);
 * :class:`Escaped` is a sentence its producer already escaped for Markdown (the story),
   carried with its plain form for HTML.
 
 Anchors, HTML classes and figure keys are checked identifiers and a figure's image is its
 own PNG (``plots/<key>.png`` in Markdown, a base64 ``data:`` URI in HTML): no URL, tag or
-attribute can come from an input.
+attribute can come from an input (a :class:`Link`'s URL is the site's or the CI's).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TypeAlias
+
+from rlgate.core.links import https_url
 
 __all__ = [
     "CLIP",
@@ -42,6 +45,7 @@ __all__ = [
     "Figure",
     "Inline",
     "Item",
+    "Link",
     "Listing",
     "Notice",
     "Own",
@@ -111,6 +115,22 @@ class Ref:
 
 
 @dataclass(frozen=True, slots=True)
+class Link:
+    """An external https link from rlgate's own configuration (rlgate.core.links), never an input's.
+
+    ``url`` is checked again here (https, RFC 3986 characters only); ``text`` is shown as any
+    text of its type.
+    """
+
+    url: str
+    text: str | Own
+
+    def __post_init__(self) -> None:
+        if https_url(self.url) is None:
+            raise ValueError(f"link {self.url!r} is not a plain https URL")
+
+
+@dataclass(frozen=True, slots=True)
 class Escaped:
     """A sentence already escaped for Markdown by its producer, and its plain form (HTML)."""
 
@@ -118,7 +138,7 @@ class Escaped:
     plain: str
 
 
-Inline: TypeAlias = str | Own | Code | Strong | Ref | Escaped
+Inline: TypeAlias = str | Own | Code | Strong | Ref | Link | Escaped
 #: What a table cell, paragraph or list item holds: one inline or a run of them.
 Cell: TypeAlias = Inline | tuple[Inline, ...]
 
@@ -134,7 +154,7 @@ def plain_text(cell: Cell) -> str:
     for part in parts(cell):
         if isinstance(part, Escaped):
             out.append(part.plain)
-        elif isinstance(part, Strong | Ref):
+        elif isinstance(part, Strong | Ref | Link):
             out.append(plain_text(part.text))
         elif isinstance(part, Own | Code):
             out.append(part.text)

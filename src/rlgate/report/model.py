@@ -39,6 +39,9 @@ class ReleaseReport:
     notes: tuple[str, ...] = field(default=())
     protected: tuple[str, ...] = ()  # every input path, incl. run directories a JSON names
     triage: TriageSection | None = None  # with a history (--db, the demo's nightlies)
+    #: (kind, https URL) from the site config's templates and the CI's variables, never an
+    #: input's (rlgate.core.links; checked again by rlgate.report.document.Link)
+    links: tuple[tuple[str, str], ...] = ()
 
     @property
     def swe_verdict(self) -> SweVerdict | None:

@@ -31,6 +31,7 @@ from rlgate.report.document import (
     Document,
     Escaped,
     Figure,
+    Link,
     Listing,
     Notice,
     Own,
@@ -71,6 +72,9 @@ def _md_part(part: object, cell: bool) -> str:
         return f"**{inner}**" if inner else ""
     if isinstance(part, Ref):
         return f"[{_md(part.text, cell)}](#{part.anchor})"
+    if isinstance(part, Link):  # an RFC 3986 https URL (checked by Link): <...> needs no escape
+        url = part.url.replace("|", "%7C") if cell else part.url
+        return f"[{_md(part.text, cell)}](<{url}>)"
     return md_text(_words(part))  # untrusted: literal, one line
 
 
@@ -189,6 +193,8 @@ def _html_part(part: object) -> str:
         return f"<b>{_html(part.text)}</b>"
     if isinstance(part, Ref):
         return f'<a href="#{part.anchor}">{_html(part.text)}</a>'
+    if isinstance(part, Link):
+        return f'<a href="{_h(part.url)}" rel="noopener noreferrer">{_html(part.text)}</a>'
     return _h(_words(part))
 
 

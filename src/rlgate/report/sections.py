@@ -34,6 +34,7 @@ from rlgate.report.document import (
     Escaped,
     Figure,
     Item,
+    Link,
     Listing,
     Notice,
     Own,
@@ -446,6 +447,26 @@ def recipe_section(report: ReleaseReport) -> Section:
     return Section(Own("Recipe"), (_bullets(lines),))
 
 
+#: How each kind of link is named in the Links section.
+LINK_TEXT = {
+    "run": "the run",
+    "wandb": "Weights & Biases",
+    "tensorboard": "TensorBoard",
+    "ci_job": "the CI job",
+    "release": "the release",
+}
+
+
+def links_section(report: ReleaseReport) -> Section | None:
+    """Links to the run, its W&B / TensorBoard, the CI job (absent when none is configured)."""
+    if not report.links:
+        return None
+    items = [
+        (Link(url, Own(LINK_TEXT.get(kind, kind))), Own(f" ({kind})")) for kind, url in report.links
+    ]
+    return Section(Own("Links"), (_bullets(items),), anchor="links")
+
+
 def inputs_section(report: ReleaseReport) -> Section:
     """Every input file with its sha256."""
     lines = [(Code(p), Own(" "), *_digest(h)) for p, h in report.inputs]
@@ -465,6 +486,7 @@ def notes_section(report: ReleaseReport) -> Section | None:
 SECTIONS: list[SectionBuilder] = [
     verdict_section,
     tiers_section,
+    links_section,  # site config templates and CI variables (rlgate.core.links)
     plots_section,
     triage_report_section,  # with a history (--db): report/triage_section.py
     swe_section,

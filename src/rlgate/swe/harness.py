@@ -37,6 +37,7 @@ from typing import Any
 from rlgate.core.commands import Command, command
 from rlgate.core.errors import InfraError, SweError
 from rlgate.core.io import write_json_atomic
+from rlgate.core.progress import Progress, no_progress
 from rlgate.core.text import one_line
 from rlgate.swe.readers import (
     APPLY_PATCH_FAIL,
@@ -463,9 +464,18 @@ def _write_record(
 
 
 def run_swebench_eval(
-    opts: HarnessOptions, run_dir: Path, *, allow_pull: bool = False, retry: bool = True
+    opts: HarnessOptions,
+    run_dir: Path,
+    *,
+    allow_pull: bool = False,
+    retry: bool = True,
+    progress: Progress = no_progress,
 ) -> EvalResult:
-    """Precheck, run the harness, retry infra failures once, and record what happened."""
+    """Precheck, run the harness, retry infra failures once, and record what happened.
+
+    ``progress`` hears of each step (:mod:`rlgate.core.progress`): the precheck, each
+    attempt, the record.
+    """
     preds = read_predictions(opts.predictions)
     harness_command(opts, report_dir=run_dir / "reports" / "attempt1")  # bad input: before Docker
     model = next(iter(preds.values()))["model_name_or_path"]
@@ -475,15 +485,22 @@ def run_swebench_eval(
             f"{run_dir / RUN_EVALUATION_LOG_DIR / opts.run_id} already exists",
             hint="use a fresh --run-id: the harness would silently reuse the old reports",
         )
+    total = 4 if retry else 3
+    progress("swe eval", 0, total, "checking Docker and the images")
     _precheck(opts, preds, allow_pull)
     run_dir.mkdir(parents=True, exist_ok=True)
+    progress("swe eval", 1, total, f"attempt 1: {len(preds)} prediction(s) (harness.attempt1.log)")
     attempt = _run_attempt(opts, run_dir, model, 1)
     attempts = [attempt]
     if retry and attempt.infra:
+        progress("swe eval", 2, total, f"attempt 2: {len(attempt.infra)} infra failure(s) again")
         supersede_logs(run_dir, model_dir, attempt.infra, 1)
         attempt = _run_attempt(opts, run_dir, model, 2)
         attempts.append(attempt)
-    return finalize_eval(opts, run_dir, model, attempts)
+    progress("swe eval", total - 1, total, "writing the record")
+    result = finalize_eval(opts, run_dir, model, attempts)
+    progress("swe eval", total, total)
+    return result
 
 
 def finalize_eval(

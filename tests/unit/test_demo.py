@@ -182,7 +182,7 @@ class TestDemoHistory:
         (found,) = [c for c in series["changes"] if c["nightly"] == f"DEMO-n{drift[0]:02d}"]
         assert 0.02 < found["relative"] < 0.10 and found["pvalue"] < 0.001  # inside 1.1x
         md = result.files["markdown"].read_text()
-        assert f"change point: perf: {step} [on demo-2x8] at DEMO-n{drift[0]:02d}" in md
+        assert f"change point: perf: {step} \\[on demo-2x8\\] at DEMO-n{drift[0]:02d}" in md
         assert "purple dotted = a change point" in md
         db = result.files["html"].parent / INPUTS / HISTORY_DB
         assert main(["history", "changes", DEMO_RECIPE, "--check", step, "--db", str(db)]) == 0

@@ -102,6 +102,8 @@ class Label(Enum):
     FLAKY = "flaky"
     INFRA = "infra"
     UNKNOWN = "unknown"
+    #: an active quarantine entry holds the check (rlgate.history.quarantine): shown, no block
+    QUARANTINED = "quarantined"
 
 
 #: A check by name: its tier and name (a series adds recipe, hardware and models).
@@ -493,6 +495,8 @@ class TriageLabel:
     window: tuple[str, ...] = field(default=())
     hardware: str | None = None
     models: tuple[str, ...] = ()
+    #: the active quarantine entry (a QuarantineState) when the label is QUARANTINED
+    quarantine: Any = None
 
     @property
     def series(self) -> SeriesKey:
@@ -549,6 +553,7 @@ class TriageLabel:
             "rerun_passed": self.rerun_passed,
             "main": self.main_text(),
             "nightlies": [m.to_json() for m in self.history],
+            "quarantine": None if self.quarantine is None else self.quarantine.to_json(),
         }
 
 
@@ -750,6 +755,7 @@ _ORDER = {
     Label.FLAKY: 2,
     Label.INFRA: 3,
     Label.PRE_EXISTING: 4,
+    Label.QUARANTINED: 5,
 }
 
 

@@ -10,7 +10,14 @@ from rlgate.report.inputs import Case, JunitEvidence, SweDoc
 from rlgate.report.plots import Figure
 from rlgate.report.story import RecipeFacts, TrainingTime, VersionFacts
 from rlgate.report.triage_section import TriageSection
-from rlgate.report.verdict import Blocker, SweEvidence, TierSummary, Verdict
+from rlgate.report.verdict import (
+    Blocker,
+    SweEvidence,
+    TierSummary,
+    Verdict,
+    quarantined_count,
+    verdict_text,
+)
 from rlgate.swe.compare import Verdict as SweVerdict
 
 __all__ = ["ReleaseReport"]
@@ -39,6 +46,16 @@ class ReleaseReport:
     notes: tuple[str, ...] = field(default=())
     protected: tuple[str, ...] = ()  # every input path, incl. run directories a JSON names
     triage: TriageSection | None = None  # with a history (--db, the demo's nightlies)
+
+    @property
+    def verdict_text(self) -> str:
+        """The verdict as said: ``GO with 2 quarantined checks`` (never a plain GO then)."""
+        return verdict_text(self.verdict, self.blockers)
+
+    @property
+    def quarantined(self) -> int:
+        """Gate failures an active quarantine waived."""
+        return quarantined_count(self.blockers)[0]
 
     @property
     def swe_verdict(self) -> SweVerdict | None:

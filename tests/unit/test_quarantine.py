@@ -187,7 +187,9 @@ class TestLifecycle:
         db = str(tmp_path / "h.db")
         base = ["history", "quarantine", "add", STEP, "--recipe", "r", "--reason", "ok",
                 "--owner", "me", "--db", db]  # fmt: skip
-        for extra in ([], ["--runs", "0"], ["--runs", "2", "--until", "2099-01-01"],
+        assert main(base) == ExitCode.USAGE  # an entry always expires
+        assert "needs an expiry: --until DATE or --runs N" in capsys.readouterr().err
+        for extra in (["--runs", "0"], ["--runs", "2", "--until", "2099-01-01"],
                       ["--until", "soon"]):  # fmt: skip
             with pytest.raises(SystemExit) as exc:
                 main([*base, *extra])

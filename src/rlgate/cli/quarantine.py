@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from rlgate.core.errors import ExitCode
+from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.core.validate import int_in, utc_time
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def add_quarantine(hsub: argparse._SubParsersAction) -> None:
     a.add_argument("--hardware", help="only on this hardware (default: every hardware)")
     a.add_argument("--reason", required=True, help="why (one line, at most 500 characters)")
     a.add_argument("--owner", required=True, help="who fixes it (at most 100 characters)")
-    until = a.add_mutually_exclusive_group(required=True)
+    until = a.add_mutually_exclusive_group()  # one of them: checked by the command
     until.add_argument(
         "--until",
         type=until_time,
@@ -103,6 +103,11 @@ def _cmd_add(args: argparse.Namespace) -> int:
     from rlgate.cli.history import _user, open_db
     from rlgate.history.quarantine import Quarantine, add_quarantine
 
+    if args.until is None and args.runs is None:
+        raise RlgateError(
+            "history quarantine add needs an expiry: --until DATE or --runs N",
+            hint="a quarantine always expires by itself (docs/history.md, Quarantine)",
+        )
     entry = Quarantine(
         id=0, recipe=args.recipe, check=args.check, hardware=args.hardware, reason=args.reason,
         owner=args.owner, added_at=_now(), added_by=_user(), until=args.until, runs=args.runs,

@@ -311,7 +311,7 @@ class TestOpening:
             pass
         conn = sqlite3.connect(tmp_path / "h.db")
         assert conn.execute("pragma journal_mode").fetchone() == ("wal",)
-        assert conn.execute(f"select version_num from {VERSION_TABLE}").fetchone() == ("0003",)
+        assert conn.execute(f"select version_num from {VERSION_TABLE}").fetchone() == ("0004",)
 
     @pytest.mark.parametrize(
         ("target", "message"),
@@ -463,5 +463,5 @@ class TestSchema:
             with store.engine.connect() as conn:
                 version = conn.execute(sa.text(f"select version_num from {VERSION_TABLE}"))
                 version = version.scalar()
-        assert version == HEAD_REVISION == "0003"
+        assert version == HEAD_REVISION == "0004"
         assert not promotion.forced and promotion.overrode == () and promotion.by is None

@@ -431,6 +431,10 @@ def add_history(sub: argparse._SubParsersAction) -> None:
             )
         q.set_defaults(func=_cmd_promote if name == "promote" else _cmd_demote)
 
+    from rlgate.cli.quarantine import add_quarantine
+
+    add_quarantine(hsub)
+
 
 def _same_run(json_path: str, judged: str, run_dir: str) -> None:
     """A run JSON recorded with ``--run-dir`` must have judged that run (or a part of it).

@@ -128,6 +128,16 @@ COMMANDS: dict[str, dict[str, Role]] = {
     "history prune": {"before": Role.NAME, **_DB},
     "history promote": _DB,
     "history demote": _DB,
+    "history quarantine add": {
+        "recipe": Role.NAME,
+        "reason": Role.NAME,
+        "owner": Role.NAME,
+        "until": Role.NAME,
+        "runs": Role.NAME,
+        **_DB,
+    },
+    "history quarantine list": {"all": Role.NAME, "json_out": F, **_DB},
+    "history quarantine remove": {"target": Role.NAME, "recipe": Role.NAME, **_DB},
     "triage": {"candidate": P, "json_out": F, "junit_out": F, **_DB},
 }
 
@@ -182,10 +192,14 @@ DEFAULTS: dict[tuple[str, str], Callable[[argparse.Namespace], Any]] = {
 
 
 def command_key(args: argparse.Namespace) -> str:
-    """``"history export"`` for ``rlgate history export ...`` (``args.<command>_command``)."""
-    command = str(args.command)
-    action = getattr(args, f"{command.replace('-', '_')}_command", None)
-    return f"{command} {action}" if action else command
+    """``"history export"`` for ``rlgate history export ...`` (``args.<command>_command``).
+
+    Nested actions too: ``"history quarantine add"`` (``args.quarantine_command``).
+    """
+    parts = [str(args.command)]
+    while action := getattr(args, f"{parts[-1].replace('-', '_')}_command", None):
+        parts.append(str(action))
+    return " ".join(parts)
 
 
 def leaf_commands(

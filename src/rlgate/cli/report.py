@@ -163,7 +163,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
             raise RlgateError("rlgate report needs --junit FILE... (or --demo)")
         store, context, promoted, notes = _report_history(args)
         history = None  # the triage section's nightlies (the last N + the one before them)
+        quarantines: list[Any] = []
         if store is not None:
+            from rlgate.cli.quarantine import active_now
+
+            quarantines = active_now(store)
             history = store.runs(branch=args.main_branch, last=args.last + 1)
             if args.baseline_commit is not None:
                 seen = {r.context.run_id for r in history}
@@ -187,6 +191,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             last=args.last,
             candidate=context,
             baseline_commit=args.baseline_commit,
+            quarantines=quarantines,
         )
         # after reading: every input is known to the output guard (run directories a run
         # JSON names included) and nothing is created on disk for inputs that turn out invalid
@@ -201,9 +206,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
             with store:
                 record(store, context, [case.judged for case in report.junit.cases])
         step("report", 3, 3)
-    print(f"verdict: {report.verdict.value}")
+    print(f"verdict: {report.verdict_text}")
     print(report.story)
     for b in report.blockers:
-        print(f"  {b.forces.value:<10} {b.title}: {b.detail[:160]}")
+        shown = b.kind.value if b.forces.value == "GO" else b.forces.value  # quarantined
+        print(f"  {shown:<10} {b.title}: {b.detail[:160]}")
     print(f"report: {files['html']} and {files['markdown']}; merged JUnit: {files['junit']}")
     return report.verdict.exit_code

@@ -51,7 +51,8 @@ _DOC = (
     "regression, pre-existing, flaky, infra, or unknown (no main nightly ran it). "
     "Exit codes: 0 nothing regressed (no failing check, or only pre-existing ones), 1 a "
     "regression or an unknown failure (never waved through), 2 usage/invalid input, 3 only "
-    "infra or flaky failures left unresolved (rerun them)."
+    "infra or flaky failures left unresolved (rerun them). A failing check held by an active "
+    "quarantine (rlgate history quarantine) is labelled quarantined and does not block."
 )
 
 
@@ -398,6 +399,9 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             found, history = _triage_recipe(store, results, recipe, args, own, hardware)
             labels += found
             read += history
+        from rlgate.cli.quarantine import quarantine_triage
+
+        labels, quarantine_notes, quarantine_doc = quarantine_triage(store, labels, groups)
     nightlies = {nightly for lb in labels for nightly in lb.window}
     ref = reference_name(args.main_branch, commit)
     title = (
@@ -407,7 +411,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     header = ("check", "candidate", f"{ref} last {args.last}", "label", "evidence")
     print(render_table(labels, title, header), end="")
     stated = sorted({hw for _, hw in groups if hw is not None})
-    for note in _notes(args, labels, read, stated):
+    for note in [*_notes(args, labels, read, stated), *quarantine_notes]:
         print(f"note: {note}")
     code = exit_code(labels)
     if args.json_out:  # outputs never over a candidate or the database (cli.outputs, open_db)
@@ -422,6 +426,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             "nightlies": len(nightlies),
             "exit_code": int(code),
             "labels": [lb.to_json() for lb in labels],
+            **quarantine_doc,
         }
         write_json_atomic(args.json_out, doc)
     if args.junit_out:

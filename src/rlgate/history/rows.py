@@ -13,7 +13,7 @@ run id), the column and what it holds.
 
 One reader per table: :func:`read_run` (``runs``), :func:`read_result` (``results``),
 :func:`read_step` (``step_metrics``), :func:`read_swe` (``swe_instances``),
-:func:`read_revision` (Alembic's version table).
+:func:`read_quarantine` (``quarantines``), :func:`read_revision` (Alembic's version table).
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ from rlgate.core.results import RESULT_SCHEMA_VERSION, Op, Outcome, Result, Tier
 from rlgate.core.text import one_line
 from rlgate.core.validate import as_utc
 from rlgate.history.model import RunContext, SweInstanceRow, SweOutcome
+from rlgate.history.quarantine import Quarantine, check_entry
 
 __all__ = [
+    "QUARANTINE_COLUMNS",
     "RESULT_COLUMNS",
     "RUN_COLUMNS",
     "STEP_COLUMNS",
@@ -44,6 +46,7 @@ __all__ = [
     "CorruptRow",
     "StoredRun",
     "raw_columns",
+    "read_quarantine",
     "read_result",
     "read_revision",
     "read_run",
@@ -64,6 +67,10 @@ RESULT_COLUMNS = (
 )  # fmt: skip
 STEP_COLUMNS = ("run_pk", "tag", "step", "value", "value_nan")
 SWE_COLUMNS = ("run_pk", "model", "swe_run", "instance_id", "outcome", "reason")
+QUARANTINE_COLUMNS = (
+    "id", "recipe", "check_name", "hardware", "reason", "owner", "added_at", "added_by",
+    "until", "runs", "removed_at", "removed_by",
+)  # fmt: skip
 
 _HINT = (
     "rlgate did not write this row: restore the database from a backup, or correct or delete "
@@ -339,6 +346,32 @@ def read_swe(row: Sequence[Any], run_id: str, shown: str) -> SweInstanceRow:
             f"instance_id {_shown(instance_id)})"
         )
         raise CorruptRow(shown, "swe_instances", ident, bad.column, bad.why) from None
+
+
+def read_quarantine(row: Sequence[Any], shown: str) -> Quarantine:
+    """A ``quarantines`` row (:data:`QUARANTINE_COLUMNS`), by the rules adding applied."""
+    pk = row[0]
+    try:
+        (_, recipe, check, hardware, reason, owner, added_at, added_by, until, runs,
+         removed_at, removed_by) = row  # fmt: skip
+        runs = None if runs is None else _int("runs", runs)
+        entry = Quarantine(
+            id=_int("id", pk), recipe=_text("recipe", recipe), check=_text("check_name", check),
+            hardware=_text("hardware", hardware, null=True), reason=_text("reason", reason),
+            owner=_text("owner", owner), added_at=_time("added_at", added_at),
+            added_by=_text("added_by", added_by, null=True), until=_time("until", until, null=True),
+            runs=runs, removed_at=_time("removed_at", removed_at, null=True),
+            removed_by=_text("removed_by", removed_by, null=True),
+        )  # fmt: skip
+        try:
+            return check_entry(entry)
+        except ValueError as exc:
+            column = str(exc).split(" ", 1)[0]
+            column = {"check": "check_name", "exactly": "until"}.get(column, column)
+            raise _Bad(column, str(exc)) from None
+    except _Bad as bad:
+        ident = f"row id={_shown(pk)}"
+        raise CorruptRow(shown, "quarantines", ident, bad.column, bad.why) from None
 
 
 def read_revision(

@@ -5,7 +5,9 @@
 * ``results``: one row per :class:`~rlgate.core.results.Result` of a run, field for field
   (``outcome`` is the Result's status, ``evidence`` its JSON text), in the order given;
 * ``step_metrics``: a run's per-step scalar metrics (tag, step, value);
-* ``swe_instances``: SWE-bench per-instance outcomes of each SWE run (seed) of each model.
+* ``swe_instances``: SWE-bench per-instance outcomes of each SWE run (seed) of each model;
+* ``quarantines`` (revision 0004): quarantine entries (:mod:`rlgate.history.quarantine`),
+  removed ones kept.
 
 Numbers: a NaN is a measurement (a NaN loss), not a missing value, and SQLite cannot store
 one (it becomes NULL), so every float column has a ``*_nan`` flag beside it: NULL with the
@@ -36,7 +38,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Base", "ResultRow", "RunRow", "StepRow", "SweRow", "UtcDateTime"]
+__all__ = ["Base", "QuarantineRow", "ResultRow", "RunRow", "StepRow", "SweRow", "UtcDateTime"]
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -159,3 +161,22 @@ class SweRow(Base):
     reason: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (Index("ix_swe_instances_model", "model"),)
+
+
+class QuarantineRow(Base):
+    """A quarantine entry (revision 0004): its scope, why, who, its expiry, its removal."""
+
+    __tablename__ = "quarantines"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    recipe: Mapped[str] = mapped_column(String(_ID), index=True)
+    check_name: Mapped[str] = mapped_column(Text)
+    hardware: Mapped[str | None] = mapped_column(String(_ID))
+    reason: Mapped[str] = mapped_column(Text)
+    owner: Mapped[str] = mapped_column(String(_ID))
+    added_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    added_by: Mapped[str | None] = mapped_column(String(_ID))
+    until: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    runs: Mapped[int | None] = mapped_column(Integer)
+    removed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    removed_by: Mapped[str | None] = mapped_column(String(_ID))

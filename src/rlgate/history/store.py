@@ -105,7 +105,7 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 #: Alembic's version table for this schema (a shared database may hold other Alembic apps).
 VERSION_TABLE = "rlgate_history_version"
 #: The newest revision in ``migrations/versions`` (a unit test checks Alembic agrees).
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _PG_LOCK = 0x726C67617465  # "rlgate": the advisory lock migrations take on PostgreSQL
 _CHUNK = 500  # ids per IN (...) list

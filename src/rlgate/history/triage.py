@@ -105,6 +105,8 @@ class Label(Enum):
     #: A passing check whose value changed inside its bound (``history.changes.drift_labels``):
     #: informational unless its recipe sets ``rlgate.block_on_drift``.
     DRIFT = "drift"
+    #: an active quarantine entry holds the check (rlgate.history.quarantine): shown, no block
+    QUARANTINED = "quarantined"
 
 
 #: A check by name: its tier and name (a series adds recipe, hardware and models).
@@ -497,6 +499,8 @@ class TriageLabel:
     hardware: str | None = None
     models: tuple[str, ...] = ()
     block_drift: bool = False
+    #: the active quarantine entry (a QuarantineState) when the label is QUARANTINED
+    quarantine: Any = None
 
     @property
     def series(self) -> SeriesKey:
@@ -555,6 +559,7 @@ class TriageLabel:
             "rerun_passed": self.rerun_passed,
             "main": self.main_text(),
             "nightlies": [m.to_json() for m in self.history],
+            "quarantine": None if self.quarantine is None else self.quarantine.to_json(),
         }
 
 
@@ -757,6 +762,7 @@ _ORDER = {
     Label.INFRA: 3,
     Label.PRE_EXISTING: 4,
     Label.DRIFT: 5,
+    Label.QUARANTINED: 6,
 }
 
 

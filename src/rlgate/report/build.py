@@ -40,6 +40,7 @@ from rlgate.core.io import (
 )
 from rlgate.core.results import Outcome, Tier
 from rlgate.history.model import CommitRef, RecordedRun, RunContext
+from rlgate.history.quarantine import QuarantineState
 from rlgate.history.triage import DEFAULT_LAST
 from rlgate.report.inputs import (
     Case,
@@ -198,6 +199,7 @@ def build_report(
     candidate: RunContext | None = None,
     baseline_commit: CommitRef | None = None,
     links: Mapping[str, str] = MappingProxyType({}),
+    quarantines: Sequence[QuarantineState] = (),
 ) -> ReleaseReport:
     """Read every input, decide, tell the story and (unless ``draw_plots`` is off) plot.
 
@@ -206,6 +208,8 @@ def build_report(
     :mod:`rlgate.report.triage_section`; ``candidate`` is this report's own recorded context;
     ``baseline_commit``: its failing checks are labelled against that commit's nightlies).
     ``links``: kind -> https URL, from :func:`rlgate.core.links.report_links` (never an input).
+    ``quarantines``: the active quarantine entries (``--db``): the verdict waives their
+    checks' failures and says so (:func:`rlgate.report.verdict.verdict_text`).
     """
     evidence = load_junit(junit)
     run_docs = _load_runs(runs)
@@ -215,7 +219,9 @@ def build_report(
         evidence.cases, swe_doc[1] if swe_doc else None, str(swe), evidence.suites
     )
     facts = load_recipe_facts(recipe) if recipe is not None else None
-    verdict, blockers = decide(tiers, swe_ev, run_docs, planned=facts.planned if facts else ())
+    verdict, blockers = decide(
+        tiers, swe_ev, run_docs, planned=facts.planned if facts else (), quarantines=quarantines
+    )
     notes = list(notes)
     if facts and run_docs and run_docs[0][1].recipe != facts.name:
         notes.append(
@@ -234,7 +240,7 @@ def build_report(
 
         triage, trends = build_triage_section(
             evidence.cases, history, main_branch=main_branch, last=last, context=candidate,
-            demo=demo, draw_plots=draw_plots, commit=baseline_commit,
+            demo=demo, draw_plots=draw_plots, commit=baseline_commit, quarantines=quarantines,
         )  # fmt: skip
         figures = [*figures, *trends]
     story, story_md = _story(

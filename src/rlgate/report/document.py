@@ -256,6 +256,9 @@ class VerdictBanner:
     """The verdict (GO / NO-GO / INCOMPLETE): a heading in Markdown, a coloured badge in HTML."""
 
     verdict: str
+    #: what the banner says, when more than the verdict (rlgate's own words and numbers:
+    #: ``GO with 2 quarantined checks``); the verdict alone names the HTML class
+    text: str = ""
 
     def __post_init__(self) -> None:
         _ident(self.verdict, "verdict")

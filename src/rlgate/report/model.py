@@ -10,7 +10,14 @@ from rlgate.report.inputs import Case, JunitEvidence, SweDoc
 from rlgate.report.plots import Figure
 from rlgate.report.story import RecipeFacts, TrainingTime, VersionFacts
 from rlgate.report.triage_section import TriageSection
-from rlgate.report.verdict import Blocker, SweEvidence, TierSummary, Verdict
+from rlgate.report.verdict import (
+    Blocker,
+    SweEvidence,
+    TierSummary,
+    Verdict,
+    quarantined_count,
+    verdict_text,
+)
 from rlgate.swe.compare import Verdict as SweVerdict
 
 __all__ = ["ReleaseReport"]
@@ -42,6 +49,16 @@ class ReleaseReport:
     #: (kind, https URL) from the site config's templates and the CI's variables, never an
     #: input's (rlgate.core.links; checked again by rlgate.report.document.Link)
     links: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def verdict_text(self) -> str:
+        """The verdict as said: ``GO with 2 quarantined checks`` (never a plain GO then)."""
+        return verdict_text(self.verdict, self.blockers)
+
+    @property
+    def quarantined(self) -> int:
+        """Gate failures an active quarantine waived."""
+        return quarantined_count(self.blockers)[0]
 
     @property
     def swe_verdict(self) -> SweVerdict | None:

@@ -118,7 +118,7 @@ def _md_block(block: Block) -> list[str]:
             f"*{_md(block.caption)}*",
         ]
     if isinstance(block, VerdictBanner):
-        return [f"## Verdict: **{block.verdict}**"]
+        return [f"## Verdict: **{block.text or block.verdict}**"]
     if isinstance(block, Notice):
         return [f"> **{_md(block.content)}**"]
     raise TypeError(f"no Markdown for block {type(block).__name__}")
@@ -231,7 +231,7 @@ def _html_block(block: Block) -> str:
             f"<figcaption>{_html(block.caption)}</figcaption></figure>"
         )
     if isinstance(block, VerdictBanner):
-        return f'<div class="verdict v-{block.verdict}">{_h(block.verdict)}</div>'
+        return f'<div class="verdict v-{block.verdict}">{_h(block.text or block.verdict)}</div>'
     if isinstance(block, Notice):
         return f'<div class="demo">{_html(block.content)}</div>'
     raise TypeError(f"no HTML for block {type(block).__name__}")
@@ -272,6 +272,8 @@ def report_payload(report: ReleaseReport) -> dict[str, Any]:
         "title": report.title,
         "demo": report.demo,
         "verdict": report.verdict.value,
+        "verdict_text": report.verdict_text,
+        "quarantined": report.quarantined,
         "exit_code": int(report.verdict.exit_code),
         "story": report.story,
         "blockers": [

@@ -67,6 +67,12 @@ EXPLAIN = {
     "NO-GO": "A gate failed, or training did not improve SWE-bench Verified.",
     "INCOMPLETE": "Evidence is missing, inconclusive or inconsistent: this is not a GO.",
 }
+#: A GO with quarantine entries: what the list under it is.
+QUARANTINE_EXPLAIN = (
+    "Every release tier ran and SWE-bench Verified improved; the gate checks below are "
+    "quarantined (rlgate history quarantine: reason, owner, expiry): a quarantined failure "
+    "does not block, a quarantined pass is a candidate for removal."
+)
 
 
 def _bullets(lines: Sequence[Cell]) -> Bullets:
@@ -105,14 +111,17 @@ def _why(report: ReleaseReport) -> Section:
         )
         for b in report.blockers
     )
-    return Section(Own("Why"), (Paragraph(Own(EXPLAIN[report.verdict.value])), Bullets(items)))
+    explain = EXPLAIN[report.verdict.value]
+    if report.verdict.value == "GO":
+        explain = QUARANTINE_EXPLAIN
+    return Section(Own("Why"), (Paragraph(Own(explain)), Bullets(items)))
 
 
 def verdict_section(report: ReleaseReport) -> Section:
     """The DEMO banner, the verdict, the sentence, and why (every blocker, linked)."""
     blocks = (
         *([Notice(Own(DEMO_BANNER))] if report.demo else []),
-        VerdictBanner(report.verdict.value),
+        VerdictBanner(report.verdict.value, report.verdict_text),
         Paragraph(Escaped(report.story_md, report.story), style="story"),
     )
     return Section(None, blocks, subsections=(_why(report),))

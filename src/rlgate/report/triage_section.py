@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlgate.core.results import Outcome, Result, Tier
 from rlgate.history.model import CommitRef, RecordedRun, RunContext
+from rlgate.history.quarantine import QuarantineState, quarantine_labels
 from rlgate.history.triage import (
     DEFAULT_LAST,
     TABLE_HEADER,
@@ -329,6 +330,7 @@ def build_triage_section(
     demo: bool = False,
     draw_plots: bool = True,
     commit: CommitRef | None = None,
+    quarantines: Sequence[QuarantineState] = (),
 ) -> tuple[TriageSection, list[Figure]]:
     """The section and its trend figures (none when ``draw_plots`` is off).
 
@@ -340,6 +342,9 @@ def build_triage_section(
     )
     groups = window(history, main_branch=main_branch, last=last, before=context)
     latest_id, latest = latest_nightly_labels(history, main_branch, last)
+    if quarantines:  # the check's label becomes quarantined (reason, owner, expiry)
+        labels = quarantine_labels(labels, quarantines)
+        latest = quarantine_labels(latest, quarantines)
     notes = []
     if commit is not None:
         base = window(history, last=last, before=context, commit=commit)

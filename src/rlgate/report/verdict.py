@@ -19,6 +19,13 @@ JSON's check Results, the SWE comparison's criteria. The rule (``docs/recommenda
   the full 500-instance SWE-bench Verified set;
 * otherwise **GO**. Skips and expected failures are allowed (the report lists them).
 
+A failing or erroring gate testcase of a recipe (its ``rlgate.recipe``) whose check an
+active quarantine entry holds (:mod:`rlgate.history.quarantine`, ``report --db``) forces
+nothing: it is a ``quarantined`` entry of the blockers that forces GO, and the verdict's
+text (:func:`verdict_text`) says ``GO with N quarantined checks``, never a plain GO. A
+contradiction is never waived. A quarantined check that passed is listed as a candidate
+for removal.
+
 Informational testcases (the per-instance SWE suite, benchmarks) are shown, never gate. The
 SWE verdict is never taken on trust: :func:`swe_evidence` recomputes it from the numbers the
 evidence carries (Δ, its CI, p, α, margin, criteria, infra error rates) with the gate's own
@@ -33,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rlgate.checks.document import RunDocument
 from rlgate.core.errors import ExitCode, RlgateError
@@ -41,6 +49,9 @@ from rlgate.core.results import CHECK_TIERS, RELEASE_TIERS, Outcome, Tier
 from rlgate.report.inputs import VERDICT, Case, SweComparisonDoc, SweDoc
 from rlgate.swe.compare import Verdict as SweVerdict
 from rlgate.swe.records import VERIFIED_IDS_SHA256, InstanceSet, classify_instance_set, verified_ids
+
+if TYPE_CHECKING:
+    from rlgate.history.quarantine import QuarantineState
 
 __all__ = [
     "COUNTED",
@@ -52,8 +63,10 @@ __all__ = [
     "Verdict",
     "decide",
     "junit_swe_verdict",
+    "quarantined_count",
     "summarise_tiers",
     "swe_evidence",
+    "verdict_text",
 ]
 
 
@@ -79,6 +92,10 @@ class BlockerKind(Enum):
     SWE = "swe verdict"
     SWE_SET = "swe instance set"
     INCONSISTENT = "inconsistent inputs"
+    #: a failure an active quarantine waives (forces GO; :func:`verdict_text` counts it)
+    QUARANTINED = "quarantined"
+    #: a quarantined check that passed: a candidate for removal (forces GO)
+    QUARANTINE_PASSED = "quarantined, passed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -730,24 +747,108 @@ def _planned_blockers(planned: Sequence[tuple[Tier, str]], cases: Sequence[Case]
     return out
 
 
+def _quarantined(
+    blockers: Sequence[Blocker],
+    tiers: Sequence[TierSummary],
+    entries: Sequence[QuarantineState],
+) -> list[Blocker]:
+    """``blockers`` with each quarantined failure waived, and quarantined passes named.
+
+    A quarantined check is no evidence for its tier: a release tier whose every evaluated
+    gate check is quarantined did not run (INCOMPLETE), as if they were absent.
+    """
+    from rlgate.history.quarantine import match
+
+    def held(case: Case) -> QuarantineState | None:
+        recipe, hardware = case.fact("rlgate.recipe"), case.fact("rlgate.hardware")
+        return match(entries, recipe, case.name, hardware)
+
+    cases = [c for t in tiers for c in t.cases]
+    by_anchor = {c.anchor: c for c in cases}
+    out = []
+    failing: set[int] = set()
+    for b in blockers:
+        case = by_anchor.get(b.anchor)
+        s = None
+        if case is not None and b.kind in (BlockerKind.FAILED, BlockerKind.ERROR):
+            s = held(case)
+        if s is None:
+            out.append(b)
+            continue
+        failing.add(s.entry.id)
+        detail = f"{s.describe()}; {b.forces.value} without it: {b.detail}"
+        out.append(dataclasses.replace(b, kind=BlockerKind.QUARANTINED, detail=detail,
+                                       forces=Verdict.GO))  # fmt: skip
+    passed: dict[int, Blocker] = {}
+    for case in cases:
+        if not case.gating or case.shown is not Outcome.PASS or case.contradicts:
+            continue
+        s = held(case)
+        if s is not None and s.entry.id not in failing and s.entry.id not in passed:
+            passed[s.entry.id] = Blocker(
+                BlockerKind.QUARANTINE_PASSED, case.tier, f"{case.tier.value}: {case.name}",
+                f"{s.describe()}; it passed: a candidate for removal (rlgate history "
+                f"quarantine remove {s.entry.id})",
+                case.anchor, Verdict.GO,
+            )  # fmt: skip
+    for summary in tiers:
+        evaluated = [c for c in summary.cases if c.evaluated]
+        if summary.tier in RELEASE_TIERS and evaluated and all(held(c) for c in evaluated):
+            detail = (
+                f"every evaluated gate check of the tier ({len(evaluated)}) is quarantined: "
+                "a quarantined check is no evidence"
+            )
+            title = f"{summary.tier.value}: tier did not run"
+            kind, forces = BlockerKind.NOT_RUN, Verdict.INCOMPLETE
+            out.append(Blocker(kind, summary.tier, title, detail, summary.anchor, forces))
+    return out + list(passed.values())
+
+
+def quarantined_count(blockers: Sequence[Blocker]) -> tuple[int, int]:
+    """The failures quarantine waived, and the quarantined checks that passed."""
+    waived = sum(b.kind is BlockerKind.QUARANTINED for b in blockers)
+    return waived, sum(b.kind is BlockerKind.QUARANTINE_PASSED for b in blockers)
+
+
+def verdict_text(verdict: Verdict, blockers: Sequence[Blocker]) -> str:
+    """The verdict as the report and the terminal say it: ``GO with 2 quarantined checks``.
+
+    A plain ``GO`` only when no quarantine is involved at all.
+    """
+    waived, passed = quarantined_count(blockers)
+    text = verdict.value
+    if waived:
+        text += f" with {waived} quarantined check{'s' if waived != 1 else ''}"
+    if passed:
+        text += (
+            f"{',' if waived else ''} ({passed} quarantined check{'s' if passed != 1 else ''} "
+            "passed: candidate for removal)"
+        )
+    return text
+
+
 def decide(
     tiers: Sequence[TierSummary],
     swe: SweEvidence | None,
     runs: Sequence[tuple[Path, RunDocument]] = (),
     *,
     planned: Sequence[tuple[Tier, str]] = (),
+    quarantines: Sequence[QuarantineState] = (),
 ) -> tuple[Verdict, tuple[Blocker, ...]]:
     """Apply the verdict rule (module docstring); every blocker is returned, NO-GO first.
 
     ``planned``: the convergence/perf checks the recipe plans (``--recipe``); each must
-    show in the JUnit.
+    show in the JUnit. ``quarantines``: the active quarantine entries (others are ignored);
+    the entries they produce force GO and come last.
     """
     cases = [c for t in tiers for c in t.cases]
     blockers = _case_blockers(cases) + _tier_blockers(tiers) + _run_blockers(runs, cases)
     blockers += _planned_blockers(planned, cases) + _swe_blockers(swe)
-    blockers.sort(key=lambda b: b.forces is not Verdict.NO_GO)
+    if quarantines:
+        blockers = _quarantined(blockers, tiers, [q for q in quarantines if q.active])
+    blockers.sort(key=lambda b: _ORDER.index(b.forces), reverse=True)
     if any(b.forces is Verdict.NO_GO for b in blockers):
         return Verdict.NO_GO, tuple(blockers)
-    if blockers:
+    if any(b.forces is not Verdict.GO for b in blockers):
         return Verdict.INCOMPLETE, tuple(blockers)
-    return Verdict.GO, ()
+    return Verdict.GO, tuple(blockers)

@@ -27,7 +27,7 @@ from rlgate.cli import swe as _cli_swe
 from rlgate.cli import triage as _cli_triage
 from rlgate.core.errors import EXIT_ORDER_TEXT, ExitCode, RlgateError, worst_exit_code
 from rlgate.core.extras import missing_module_error
-from rlgate.core.options import TOKENIZERS
+from rlgate.core.options import TOKENIZERS, WARNED
 from rlgate.core.text import printable
 from rlgate.core.versions import distribution_version, format_versions, tested_versions
 
@@ -363,9 +363,10 @@ class _Parser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        """argparse's, without the record of what was given."""
+        """argparse's, without the records of what was given and warned about."""
         parsed, rest = super().parse_known_args(args, namespace)
         vars(parsed).pop(_GIVEN, None)
+        vars(parsed).pop(WARNED, None)
         return parsed, rest
 
 

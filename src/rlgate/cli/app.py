@@ -152,13 +152,35 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_run)
 
 
+def _outside_checkout(pytest_args: Sequence[str]) -> bool:
+    """No ``tests/functional`` here and no test path given: the package's tier is the one."""
+    from pathlib import Path
+
+    if Path("tests", "functional").is_dir():
+        return False
+    return not any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in pytest_args)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
-    """Run pytest; its exit code in rlgate's meaning (its 3 and 4 are rlgate's 70 and 2)."""
+    """Run pytest; its exit code in rlgate's meaning (its 3 and 4 are rlgate's 70 and 2).
+
+    Outside a checkout (no ``tests/functional`` in the current folder, no test path given)
+    the functional tier shipped in the package runs
+    (:func:`rlgate.core.resources.bundled_tier_args`), writing no bytecode into the package.
+    """
     import pytest
 
-    code = pytest.main(["-m", args.tier, *args.pytest_args])
+    bundled: list[str] = []
+    if _outside_checkout(args.pytest_args):
+        from rlgate.core.resources import bundled_tier_args
+
+        bundled = bundled_tier_args()
+        sys.dont_write_bytecode = True  # pytest's assertion rewriting honours it
+        print(f"rlgate: no checkout here: running the bundled tier {bundled[0]}", file=sys.stderr)
+    code = pytest.main([*bundled, "-m", args.tier, *args.pytest_args])
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        print(f"rlgate: no tests selected by -m {args.tier!r}", file=sys.stderr)
+        where = " in the bundled functional tier" if bundled else ""
+        print(f"rlgate: no tests selected by -m {args.tier!r}{where}", file=sys.stderr)
         return ExitCode.USAGE
     mapped = {
         pytest.ExitCode.USAGE_ERROR: ExitCode.USAGE,  # e.g. an output over an input

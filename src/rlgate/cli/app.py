@@ -152,11 +152,22 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_run)
 
 
+#: What makes the current folder a suite of its own (a checkout, or a tree of the user's tests).
+_OWN_SUITE = ("tests", "conftest.py", "pytest.ini", ".pytest.ini")
+_TEST_FILES = ("test_*.py", "*_test.py", "*/test_*.py", "*/*_test.py")
+
+
 def _outside_checkout(pytest_args: Sequence[str]) -> bool:
-    """No ``tests/functional`` here and no test path given: the package's tier is the one."""
+    """No suite here and no test path given: the package's tier runs.
+
+    A suite here: a :data:`_OWN_SUITE` entry, or a test file in the folder or a subfolder.
+    """
     from pathlib import Path
 
-    if Path("tests", "functional").is_dir():
+    here = Path()
+    if any(Path(m).exists() for m in _OWN_SUITE) or any(
+        next(here.glob(p), None) for p in _TEST_FILES
+    ):
         return False
     return not any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in pytest_args)
 
@@ -164,7 +175,8 @@ def _outside_checkout(pytest_args: Sequence[str]) -> bool:
 def _cmd_run(args: argparse.Namespace) -> int:
     """Run pytest; its exit code in rlgate's meaning (its 3 and 4 are rlgate's 70 and 2).
 
-    Outside a checkout (no ``tests/functional`` in the current folder, no test path given)
+    Outside a checkout (no ``tests``, ``conftest.py``, ``pytest.ini`` or test file in the
+    current folder or a subfolder, no test path given)
     the functional tier shipped in the package runs
     (:func:`rlgate.core.resources.bundled_tier_args`), writing no bytecode into the package.
     """
@@ -228,6 +240,13 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
         dest="json_out",
         help="write {schema_version: 2, exit_code, summary, reports: [one per config]} here",
     )
+    c.add_argument(
+        "--junit",
+        dest="junit_out",
+        metavar="FILE",
+        help="write JUnit XML here: a testcase per config and check (rule family), a "
+        "failure carrying its findings and their NeMo RL sources",
+    )
     c.add_argument("-q", "--quiet", action="store_true", help="print errors and warnings only")
     c.set_defaults(func=_cmd_recipe_check)
     from rlgate.cli.suite import add_import_suite
@@ -287,7 +306,10 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
             f"no config given, only overrides {overrides}",
             hint="rlgate recipe check CONFIG.yaml [CONFIG.yaml ...] [key=value ...]",
         )
+    from rlgate.checks.recipe_junit import recipe_check_junit, report_cases, unchecked_case
+
     many = len(configs) > 1
+    cases: list[Any] = []
     docs: list[dict[str, object]] = []
     statuses: list[str] = []
     for config in configs:
@@ -317,8 +339,10 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
                 }
             )
             statuses.append(status)
+            cases.append(unchecked_case(config, Path(config).stem, message))
             continue
         _print_report(report, args.quiet)
+        cases += report_cases(report)
         docs.append(report.as_dict())
         statuses.append(report.status)
     code = worst_exit_code([int(d["exit_code"]) for d in docs])  # type: ignore[call-overload]
@@ -340,6 +364,10 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
             "reports": docs,
         }
         write_json_atomic(args.json_out, payload)
+    if args.junit_out:  # kept off every config and tokenizer by the output guard (cli.outputs)
+        from rlgate.core.io import write_text_atomic
+
+        write_text_atomic(args.junit_out, recipe_check_junit(cases))
     return code
 
 

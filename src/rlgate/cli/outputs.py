@@ -51,7 +51,12 @@ _DB = {"db": Role.DB}
 COMMANDS: dict[str, dict[str, Role]] = {
     "versions": {},
     "run": {"pytest_args": Role.PYTEST},
-    "recipe check": {"args": Role.CONFIGS, "tokenizers": Role.ROOT, "json_out": F},
+    "recipe check": {
+        "args": Role.CONFIGS,
+        "tokenizers": Role.ROOT,
+        "json_out": F,
+        "junit_out": F,
+    },
     "recipe import-suite": {"script": P, "out": F},
     "check-run": {
         "run": P,

@@ -146,6 +146,7 @@ def _single_value_options() -> list[tuple[tuple[str, ...], str]]:
         and action.nargs in (None, "?")
         and not _takes_a_list(action)
         and not isinstance(action, argparse._HelpAction | argparse._StoreConstAction)
+        and not hasattr(action, "target")  # a deprecated spelling: test_cli_renamed_options
     ]
 
 

@@ -155,7 +155,7 @@ class TestSweEval:
             + "\n"
         )
         code = main(
-            ["swe", "eval", "--predictions", str(preds), "--run-id", "rl_s0",
+            ["swe", "eval", "--predictions", str(preds), "--harness-run-id", "rl_s0",
              "--dataset", str(si.DATASET), "--run-dir", str(tmp_path / "run")]
         )  # fmt: skip
         assert code == 3
@@ -165,7 +165,9 @@ class TestSweEval:
 
     def test_swe_eval_with_unreadable_predictions_is_a_usage_error(self, tmp_path, capsys):
         (tmp_path / "p.jsonl").write_text('{"instance_id": "x"\n')
-        code = main(["swe", "eval", "--predictions", str(tmp_path / "p.jsonl"), "--run-id", "r"])
+        code = main(
+            ["swe", "eval", "--predictions", str(tmp_path / "p.jsonl"), "--harness-run-id", "r"]
+        )
         assert code == 2
         assert "not valid JSON" in capsys.readouterr().err
 

@@ -115,7 +115,7 @@ class TestBuildHarnessArgv:
 
     @pytest.mark.parametrize("option", ["--dataset=--rewrite_reports", "--instance-ids=--modal"])
     def test_swe_eval_refuses_it_before_the_docker_check(self, preds, tmp_path, capsys, option):
-        argv = ["swe", "eval", "--predictions", str(preds), "--run-id", "r", option]
+        argv = ["swe", "eval", "--predictions", str(preds), "--harness-run-id", "r", option]
         assert main([*argv, "--run-dir", str(tmp_path / "run")]) == 2  # not 3: no Docker here
         err = capsys.readouterr().err
         assert err.startswith("rlgate: error: ") and "starts with '-'" in err, err
@@ -153,7 +153,7 @@ class TestPrechecks:
         opts = harness.HarnessOptions(predictions=preds, run_id="r1", dataset=str(si.DATASET))
         with pytest.raises(SweError, match="already exists") as info:
             harness.run_swebench_eval(opts, tmp_path / "run")
-        assert "fresh --run-id" in str(info.value)
+        assert "fresh --harness-run-id" in str(info.value)
 
     @pytest.mark.docker
     def test_find_missing_images_on_a_real_daemon(self):

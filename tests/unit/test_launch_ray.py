@@ -391,7 +391,9 @@ class TestRayCredentials:
         assert err.count("\n") == 2 and err.count("rlgate: error:") == 1, err  # + its hint
         assert "401" in err and "export RAY_ADDRESS" in err and SECRET not in err, err
         monkeypatch.setenv("RAY_ADDRESS", address)
-        assert main(["watch", str(run), "--interval", "0.5", "--timeout", "3"]) == ExitCode.OK
+        assert (
+            main(["watch", str(run), "--interval", "0.5", "--timeout-minutes", "3"]) == ExitCode.OK
+        )
         out, err = capsys.readouterr()
         assert "COMPLETED" in out and SECRET not in out + err, out + err
         assert SECRET not in (run / "rlgate_manifest.json").read_text()

@@ -356,7 +356,7 @@ class TestOnlyTheRunsOwnJobs:
 
     def _watch(self, run: Path, *extra: str) -> int:
         argv = ["watch", str(run), "--interval", "0.1", "--stall-minutes", "0.002"]
-        return main([*argv, "--timeout", "0.2", *extra])  # a pending job: bounded
+        return main([*argv, "--timeout-minutes", "0.2", *extra])  # a pending job: bounded
 
     def test_another_runs_job_ids_copied_into_a_manifest_are_refused_and_not_cancelled(
         self,

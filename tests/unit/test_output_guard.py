@@ -210,7 +210,7 @@ def _swe_eval_run_dir_in_dataset(tmp: Path) -> Case:
     (dataset / "test.parquet").write_bytes(b"PAR1")
     preds = tmp / "preds.jsonl"
     preds.write_text('{"instance_id": "a__b-1", "model_name_or_path": "m", "model_patch": ""}\n')
-    argv = ["swe", "eval", "--predictions", str(preds), "--run-id", "r", "--dataset",
+    argv = ["swe", "eval", "--predictions", str(preds), "--harness-run-id", "r", "--dataset",
             str(dataset), "--run-dir", str(dataset / "r")]  # fmt: skip
     return Case(argv, [preds, dataset / "test.parquet"], "inside the input directory",
                 (dataset / "r",))  # fmt: skip

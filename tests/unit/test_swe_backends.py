@@ -190,7 +190,8 @@ def test_an_engine_that_is_not_installed_is_an_infrastructure_error(tmp_path, ca
 @pytest.mark.parametrize(
     ("extra", "pattern"),
     [
-        (["--backend", "docker"], r"swe eval --backend docker needs --predictions and --run-id"),
+        (["--backend", "docker"],
+         r"swe eval --backend docker needs --predictions and --harness-run-id"),
         (["--backend", "gym", "--model", "m", "--output-dir", "o"],
          r"--backend gym needs --server-url, --gym-input, --container-formatter"),
         (["--backend", "nemo-skills", "--model", "m", "--output-dir", "o"],

@@ -553,9 +553,17 @@ EVAL_CASES: dict[str, tuple[str | bytes, list[str], str]] = {
         r"model_name_or_path '\.\.' cannot name a directory",
     ),
     "deeply_nested": ("[" * 100_000 + "\n", [], r"p\.jsonl:1: not valid JSON: nested too deeply"),
-    "run_id_a_path": (json.dumps(PRED), ["--run-id", "../x"], r"run id '\.\./x' must be 1-128"),
+    "run_id_a_path": (
+        json.dumps(PRED),
+        ["--harness-run-id", "../x"],
+        r"run id '\.\./x' must be 1-128",
+    ),
     "zero_workers": (json.dumps(PRED), ["--max-workers", "0"], r"argument --max-workers: 0 is"),
-    "negative_timeout": (json.dumps(PRED), ["--timeout", "-1"], r"argument --timeout: -1 is"),
+    "negative_timeout": (
+        json.dumps(PRED),
+        ["--timeout-seconds", "-1"],
+        r"argument --timeout-seconds: -1 is",
+    ),
     "split_a_path": (json.dumps(PRED), ["--split", "x/y"], r"argument --split: .*not a split"),
     "control_char_instance_id": (
         json.dumps(PRED),
@@ -572,8 +580,8 @@ def test_swe_eval_refuses_bad_inputs_before_starting(
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/rlgate/docker.sock")
     preds = _predictions(tmp_path / "p.jsonl", content)
     argv = ["swe", "eval", "--predictions", str(preds), "--run-dir", str(tmp_path / "run")]
-    if "--run-id" not in extra:
-        argv += ["--run-id", "r1"]
+    if "--harness-run-id" not in extra:
+        argv += ["--harness-run-id", "r1"]
     code, _, err = run_cli([*argv, *extra], capsys)
     assert_one_error(code, err, 2, pattern)
     assert not (tmp_path / "run").exists()

@@ -362,8 +362,8 @@ class TestHostileManifests:
             pytest.param("--interval", "inf", id="interval_inf"),
             pytest.param("--interval", "0", id="interval_zero"),
             pytest.param("--interval", "1e308", id="interval_huge"),
-            pytest.param("--timeout", "-1", id="timeout_negative"),
-            pytest.param("--timeout", "nan", id="timeout_nan"),
+            pytest.param("--timeout-minutes", "-1", id="timeout_negative"),
+            pytest.param("--timeout-minutes", "nan", id="timeout_nan"),
         ],
     )
     def test_watch_refuses_bad_intervals(

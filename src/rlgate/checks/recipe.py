@@ -81,6 +81,7 @@ class CheckStatus:
     name: str
     status: CheckState
     reason: str = ""
+    findings: tuple[Finding, ...] = ()  # what this check found (``--junit``: its testcase)
 
     def as_dict(self) -> dict[str, str]:
         """Plain JSON form."""
@@ -207,12 +208,13 @@ def check_recipe(
 
     def run(name: str, fn: Callable[[Any], list[Finding]], arg: Any) -> None:
         try:
-            findings.extend(fn(arg))
+            found = fn(arg)
         except CheckSkipped as skip:
             findings.extend(skip.findings)
-            checks.append(CheckStatus(name, "skipped", skip.reason))
+            checks.append(CheckStatus(name, "skipped", skip.reason, tuple(skip.findings)))
         else:
-            checks.append(CheckStatus(name, "ran"))
+            findings.extend(found)
+            checks.append(CheckStatus(name, "ran", findings=tuple(found)))
 
     for name, fn in CONFIG_CHECKS:
         if name == "topology" and (why := _topology_not_applicable(recipe.config)):

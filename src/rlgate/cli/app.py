@@ -29,7 +29,7 @@ from rlgate.cli import triage as _cli_triage
 from rlgate.cli.args import split_configs_and_overrides
 from rlgate.core.errors import EXIT_ORDER_TEXT, ExitCode, RlgateError, worst_exit_code
 from rlgate.core.extras import missing_module_error
-from rlgate.core.options import TOKENIZERS
+from rlgate.core.options import TOKENIZERS, WARNED
 from rlgate.core.text import printable
 from rlgate.core.versions import distribution_version, format_versions, tested_versions
 
@@ -167,13 +167,47 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_run)
 
 
+#: What makes the current folder a suite of its own (a checkout, or a tree of the user's tests).
+_OWN_SUITE = ("tests", "conftest.py", "pytest.ini", ".pytest.ini")
+_TEST_FILES = ("test_*.py", "*_test.py", "*/test_*.py", "*/*_test.py")
+
+
+def _outside_checkout(pytest_args: Sequence[str]) -> bool:
+    """No suite here and no test path given: the package's tier runs.
+
+    A suite here: a :data:`_OWN_SUITE` entry, or a test file in the folder or a subfolder.
+    """
+    from pathlib import Path
+
+    here = Path()
+    if any(Path(m).exists() for m in _OWN_SUITE) or any(
+        next(here.glob(p), None) for p in _TEST_FILES
+    ):
+        return False
+    return not any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in pytest_args)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
-    """Run pytest; its exit code in rlgate's meaning (its 3 and 4 are rlgate's 70 and 2)."""
+    """Run pytest; its exit code in rlgate's meaning (its 3 and 4 are rlgate's 70 and 2).
+
+    Outside a checkout (no ``tests``, ``conftest.py``, ``pytest.ini`` or test file in the
+    current folder or a subfolder, no test path given)
+    the functional tier shipped in the package runs
+    (:func:`rlgate.core.resources.bundled_tier_args`), writing no bytecode into the package.
+    """
     import pytest
 
-    code = pytest.main(["-m", args.tier, *args.pytest_args])
+    bundled: list[str] = []
+    if _outside_checkout(args.pytest_args):
+        from rlgate.core.resources import bundled_tier_args
+
+        bundled = bundled_tier_args()
+        sys.dont_write_bytecode = True  # pytest's assertion rewriting honours it
+        print(f"rlgate: no checkout here: running the bundled tier {bundled[0]}", file=sys.stderr)
+    code = pytest.main([*bundled, "-m", args.tier, *args.pytest_args])
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        print(f"rlgate: no tests selected by -m {args.tier!r}", file=sys.stderr)
+        where = " in the bundled functional tier" if bundled else ""
+        print(f"rlgate: no tests selected by -m {args.tier!r}{where}", file=sys.stderr)
         return ExitCode.USAGE
     mapped = {
         pytest.ExitCode.USAGE_ERROR: ExitCode.USAGE,  # e.g. an output over an input
@@ -213,6 +247,13 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
         "--json",
         dest="json_out",
         help="write {schema_version: 2, exit_code, summary, reports: [one per config]} here",
+    )
+    c.add_argument(
+        "--junit",
+        dest="junit_out",
+        metavar="FILE",
+        help="write JUnit XML here: a testcase per config and check (rule family), a "
+        "failure carrying its findings and their NeMo RL sources",
     )
     c.add_argument("-q", "--quiet", action="store_true", help="print errors and warnings only")
     c.set_defaults(func=_cmd_recipe_check)
@@ -273,7 +314,10 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
             f"no config given, only overrides {overrides}",
             hint="rlgate recipe check CONFIG.yaml [CONFIG.yaml ...] [key=value ...]",
         )
+    from rlgate.checks.recipe_junit import recipe_check_junit, report_cases, unchecked_case
+
     many = len(configs) > 1
+    cases: list[Any] = []
     docs: list[dict[str, object]] = []
     statuses: list[str] = []
     for i, config in enumerate(configs):
@@ -304,8 +348,10 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
                 }
             )
             statuses.append(status)
+            cases.append(unchecked_case(config, Path(config).stem, message))
             continue
         _print_report(report, args.quiet)
+        cases += report_cases(report)
         docs.append(report.as_dict())
         statuses.append(report.status)
     code = worst_exit_code([int(d["exit_code"]) for d in docs])  # type: ignore[call-overload]
@@ -327,6 +373,10 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
             "reports": docs,
         }
         write_json_atomic(args.json_out, payload)
+    if args.junit_out:  # kept off every config and tokenizer by the output guard (cli.outputs)
+        from rlgate.core.io import write_text_atomic
+
+        write_text_atomic(args.junit_out, recipe_check_junit(cases))
     return code
 
 
@@ -372,9 +422,10 @@ class _Parser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        """argparse's, without the record of what was given."""
+        """argparse's, without the records of what was given and warned about."""
         parsed, rest = super().parse_known_args(args, namespace)
         vars(parsed).pop(_GIVEN, None)
+        vars(parsed).pop(WARNED, None)
         return parsed, rest
 
 

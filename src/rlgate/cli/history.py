@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from rlgate.cli.args import DEFAULT_LAST  # history prune keeps what triage reads
 from rlgate.cli.term import shown
 from rlgate.core.errors import ExitCode, RlgateError
-from rlgate.core.options import Extend
+from rlgate.core.options import Extend, add_recipe_or_name
 from rlgate.core.validate import int_in, positive_int, utc_time
 
 if TYPE_CHECKING:
@@ -327,7 +327,7 @@ def add_history(sub: argparse._SubParsersAction) -> None:
     )
     dataset = os.environ.get("RLGATE_SWE_DATASET", "SWE-bench/SWE-bench_Verified")
     r.add_argument("--dataset", default=dataset, help="the SWE-bench dataset of --swe-run")
-    r.add_argument("--recipe", help="the recipe (a file: its name and content hash; or a name)")
+    add_recipe_or_name(r, what="of the run recorded")
     r.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="NeMo RL override the run was judged with (repeatable)")  # fmt: skip
     add_record_options(r, db_help=HISTORY_RECORD_DB_HELP)
@@ -469,6 +469,8 @@ def _cmd_record(args: argparse.Namespace) -> int:
     facts = Facts()
     if args.recipe:
         facts = recipe_facts(args.recipe, args.override)
+    elif args.recipe_name:
+        facts = Facts(recipe=args.recipe_name)
     step = _record_steps(args)
     results: list[Result] = []
     inputs: list[str] = []

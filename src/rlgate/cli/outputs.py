@@ -51,7 +51,12 @@ _DB = {"db": Role.DB}
 COMMANDS: dict[str, dict[str, Role]] = {
     "versions": {},
     "run": {"pytest_args": Role.PYTEST},
-    "recipe check": {"args": Role.CONFIGS, "tokenizers": Role.ROOT, "json_out": F},
+    "recipe check": {
+        "args": Role.CONFIGS,
+        "tokenizers": Role.ROOT,
+        "json_out": F,
+        "junit_out": F,
+    },
     "recipe import-suite": {"script": P, "out": F},
     "check-run": {
         "run": P,
@@ -147,15 +152,14 @@ NOT_PATHS = frozenset(
         "after_model", "agent_framework", "allow_pull", "alpha", "backend", "baseline_commit",
         "before_model", "branch", "cancel_stalled", "cap", "check", "cluster", "commit",
         "concurrency", "condition", "cpus_per_instance", "demo", "discordance", "dry_run",
-        "entrypoint",
-        "exclude", "flaky_rate", "follow", "force", "format", "hardware", "help", "instance_ids",
-        "interval", "keep_last", "label", "last", "list", "main_branch", "margin_pp",
-        "max_infra_error_rate", "max_steps", "max_workers", "minutes", "minutes_per_instance",
-        "modal", "model", "n", "nightly_id", "no_check", "no_plots", "no_retry", "noise_fraction",
-        "override", "overrides", "parser_lengths", "power", "quiet", "ray_address", "repeats",
-        "resamples", "run_id", "run_ids", "seed", "seeds", "server_gpus", "server_url", "split",
-        "stall_factor", "stall_minutes", "steps", "steps_per_run", "table", "tier", "timeout",
-        "turns", "watch",
+        "entrypoint", "exclude", "flaky_rate", "follow", "force", "format", "hardware",
+        "harness_run_id", "help", "instance_ids", "interval", "keep_last", "label", "last", "list",
+        "main_branch", "margin_pp", "max_infra_error_rate", "max_steps", "max_workers", "minutes",
+        "minutes_per_instance", "modal", "model", "n", "nightly_id", "no_check", "no_plots",
+        "no_retry", "noise_fraction", "override", "overrides", "parser_lengths", "power", "quiet",
+        "ray_address", "recipe_name", "repeats", "resamples", "run_id", "run_ids", "seed", "seeds",
+        "server_gpus", "server_url", "split", "stall_factor", "stall_minutes", "steps",
+        "steps_per_run", "table", "tier", "timeout_minutes", "timeout_seconds", "turns", "watch",
     }
 )  # fmt: skip
 

@@ -31,6 +31,7 @@ from rlgate.core.options import (
     SYNC_RUN,
     TOKENIZERS,
     Extend,
+    add_renamed,
 )
 from rlgate.core.validate import int_in, poll_seconds, positive_float, positive_int
 
@@ -325,8 +326,13 @@ def add_watch(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="directory from rlgate launch")
     p.add_argument("--interval", type=poll_seconds, default=60.0, help="seconds between polls")
-    p.add_argument(
-        "--timeout", type=positive_float, help="give up after this many minutes (exit 3)"
+    add_renamed(
+        p,
+        "--timeout-minutes",
+        "--timeout",
+        type=positive_float,
+        metavar="MIN",
+        help="give up after this many minutes (exit 3)",
     )
     p.add_argument("--follow", action="store_true", help="print the driver log as it grows")
     p.add_argument(
@@ -353,7 +359,7 @@ def add_watch(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_watch(args: argparse.Namespace) -> int:
-    timeout = args.timeout * 60 if args.timeout is not None else None
+    timeout = args.timeout_minutes * 60 if args.timeout_minutes is not None else None
     stall = {
         "stall_factor": args.stall_factor,
         "stall_minutes": args.stall_minutes,

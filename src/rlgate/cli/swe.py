@@ -29,6 +29,8 @@ from rlgate.core.options import (
     SWE_MARGIN_PP,
     SWE_MAX_INFRA_ERROR_RATE,
     Extend,
+    add_recipe_or_name,
+    add_renamed,
 )
 from rlgate.core.validate import float_in, int_in
 
@@ -118,7 +120,7 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
             "its per-instance outcomes are recorded under it (repeated runs of one model show "
             "flaky instances)",
         )
-    c.add_argument("--recipe", help="with --db: the recipe recorded (default: swe_gate)")
+    add_recipe_or_name(c, what="recorded with --db (default: the name swe_gate)")
     c.set_defaults(func=_cmd_swe_compare)
     w = swe.add_parser(
         "power", help="minimum detectable difference for an eval design", description=_POWER_DOC
@@ -180,11 +182,15 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
         help="docker backend (required there): the model's patches, one JSON object per line "
         "with instance_id, model_name_or_path and model_patch (swebench's format)",
     )
-    e.add_argument(
+    add_renamed(
+        e,
+        "--harness-run-id",
         "--run-id",
-        help="docker backend (required there): the harness's run id, fresh per model and "
-        "seed (1-128 characters of A-Z a-z 0-9 . _ -, the first a letter or digit); the run "
-        "directory defaults to swe_runs/<run-id>. Not the history's run id of --db",
+        metavar="ID",
+        help="docker backend (required there): the swebench harness's run id, fresh per model "
+        "and seed (1-128 characters of A-Z a-z 0-9 . _ -, the first a letter or digit); the "
+        "run directory defaults to swe_runs/<harness-run-id>. Not a history run id (--run-id "
+        "of the commands with --db)",
     )
     SWE_DATASET.add_to(e, default=dataset)
     e.add_argument("--split", type=_split, default="test", help=_SPLIT_HELP)
@@ -194,11 +200,15 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
         default=4,
         help=f"docker backend: instances evaluated at once (1..{MAX_WORKERS:,}; default 4)",
     )
-    e.add_argument(
+    add_renamed(
+        e,
+        "--timeout-seconds",
         "--timeout",
         type=int_in(1, MAX_TIMEOUT_S),
         default=1800,
-        help="per-instance test timeout (s)",
+        metavar="S",
+        help=f"docker backend: per-instance test timeout in seconds (1..{MAX_TIMEOUT_S:,}; "
+        "default 1800)",
     )
     e.add_argument(
         "--instance-ids",
@@ -207,7 +217,7 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
         metavar="ID",
         help="evaluate only these instances (default: every instance of the split)",
     )
-    e.add_argument("--run-dir", type=Path, help="default: swe_runs/<run-id>")
+    e.add_argument("--run-dir", type=Path, help="default: swe_runs/<harness-run-id>")
     e.add_argument("--modal", action="store_true", help="run on Modal instead of Docker")
     e.add_argument("--allow-pull", action="store_true", help="let the harness pull images")
     e.add_argument("--no-retry", action="store_true", help="do not retry infra failures")
@@ -379,6 +389,8 @@ def _swe_history(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.recipe:
         name, sha = recipe_identity(args.recipe)
         facts = Facts(recipe=name, recipe_sha256=sha)
+    elif args.recipe_name:
+        facts = Facts(recipe=args.recipe_name)
     store = open_db(args.db)
     inputs = [*args.before, *args.after]
     context = context_for(args, facts, default_recipe="swe_gate", inputs=inputs)
@@ -434,17 +446,22 @@ def _cmd_swe_power(args: argparse.Namespace) -> int:
 
 
 def eval_run_dir(args: argparse.Namespace) -> Path | None:
-    """``swe eval``'s run directory: ``--run-dir``, else ``swe_runs/<run-id>`` (None: no id)."""
+    """``swe eval``'s run directory: ``--run-dir``, else ``swe_runs/<harness-run-id>``.
+
+    None: neither is given.
+    """
     if args.run_dir:
         return Path(args.run_dir)
-    return Path("swe_runs") / args.run_id if args.run_id else None
+    return Path("swe_runs") / args.harness_run_id if args.harness_run_id else None
 
 
 def _cmd_swe_eval(args: argparse.Namespace) -> int:
     if args.backend != "docker":
         return _cmd_cluster_eval(args)
     missing = [
-        f for f, v in (("--predictions", args.predictions), ("--run-id", args.run_id)) if not v
+        f
+        for f, v in (("--predictions", args.predictions), ("--harness-run-id", args.harness_run_id))
+        if not v
     ]
     if missing:
         raise RlgateError(
@@ -455,16 +472,16 @@ def _cmd_swe_eval(args: argparse.Namespace) -> int:
 
     opts = HarnessOptions(
         predictions=args.predictions,
-        run_id=args.run_id,
+        run_id=args.harness_run_id,
         dataset=args.dataset,
         split=args.split,
         max_workers=args.max_workers,
-        timeout=args.timeout,
+        timeout=args.timeout_seconds,
         instance_ids=tuple(args.instance_ids),
         modal=args.modal,
     )
     run_dir = eval_run_dir(args)
-    assert run_dir is not None  # --run-id is required above
+    assert run_dir is not None  # --harness-run-id is required above
     result = run_swebench_eval(
         opts,
         run_dir,

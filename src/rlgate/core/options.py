@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,8 +63,12 @@ __all__ = [
     "SWE_MAX_INFRA_ERROR_RATE",
     "SYNC_RUN",
     "TOKENIZERS",
+    "WARNED",
     "Extend",
     "Option",
+    "add_recipe_or_name",
+    "add_renamed",
+    "recipe_file",
 ]
 
 #: Prefix of every option the pytest plugin registers (its historic names stay aliases).
@@ -319,3 +324,100 @@ PLUGIN_OPTIONS: tuple[Option, ...] = (
     SWE_MARGIN_PP,
     SWE_MAX_INFRA_ERROR_RATE,
 )
+
+
+# --- renamed options -------------------------------------------------------------------
+
+#: The namespace's record of the deprecated spellings already warned about (one line each).
+WARNED = "_rlgate_warned"
+
+
+class _DeprecatedAlias(argparse.Action):
+    """An old spelling of an option: warns once on stderr, then acts as the new one."""
+
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, *, target: argparse.Action, **kw: Any
+    ) -> None:
+        self.target = target
+        super().__init__(
+            option_strings,
+            target.dest,
+            nargs=target.nargs,
+            type=target.type,
+            choices=target.choices,
+            metavar=target.metavar,
+            default=argparse.SUPPRESS,  # the new option's default stands
+            help=kw.get("help"),
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        """Warn (once per spelling and parse), then do what the new option does."""
+        warned = vars(namespace).setdefault(WARNED, set())
+        new = self.target.option_strings[0]
+        if option_string not in warned:
+            warned.add(option_string)
+            print(f"rlgate: warning: {option_string} is deprecated; use {new}", file=sys.stderr)
+        self.target(parser, namespace, values, new)
+
+
+def add_renamed(parser: Any, flag: str, *old: str, **kwargs: Any) -> argparse.Action:
+    """Add option ``flag`` (``add_argument`` keywords) with its deprecated spellings ``old``.
+
+    Each old spelling parses exactly as ``flag`` (same destination, type, shape: given
+    with ``flag`` it counts as a second occurrence) and prints ``rlgate: warning: OLD is
+    deprecated; use FLAG`` once; ``--help`` lists it as deprecated.
+    """
+    action = parser.add_argument(flag, **kwargs)
+    for spelling in old:
+        parser.add_argument(
+            spelling, action=_DeprecatedAlias, target=action, help=f"deprecated: use {flag}"
+        )
+    return action
+
+
+def recipe_file(text: str) -> str:
+    """``--recipe`` of the recording commands: a recipe YAML; a bare name still works, warned.
+
+    A value that looks like a file (``.yaml``/``.yml`` or a path separator) but is none is
+    refused: it would be recorded as a recipe name, silently.
+    """
+    from pathlib import Path
+
+    if Path(text).is_file():
+        return text
+    if not text.strip() or text.endswith((".yaml", ".yml")) or "/" in text or os.sep in text:
+        raise argparse.ArgumentTypeError(f"no such recipe file: {text!r}")
+    print(
+        "rlgate: warning: --recipe NAME is deprecated; use --recipe-name NAME "
+        "(--recipe takes the recipe YAML)",
+        file=sys.stderr,
+    )
+    return text
+
+
+def add_recipe_or_name(parser: Any, *, what: str) -> None:
+    """``--recipe RECIPE.yaml`` (its name and content hash) or ``--recipe-name NAME``.
+
+    ``what`` says what the recipe is used for (e.g. "recorded with --db"); the two exclude
+    each other.
+    """
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--recipe",
+        type=recipe_file,
+        metavar="RECIPE.yaml",
+        help=f"the recipe file {what}: its name (file stem) and content hash (a bare name here "
+        "is deprecated: use --recipe-name)",
+    )
+    group.add_argument(
+        "--recipe-name",
+        type=nonempty,
+        metavar="NAME",
+        help=f"the recipe's name {what}, when its file is not at hand (no content hash)",
+    )

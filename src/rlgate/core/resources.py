@@ -7,9 +7,10 @@ and an installed rlgate needs no checkout (``rlgate report --demo`` runs the bun
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-__all__ = ["DATA", "FUNCTIONAL_TIER", "RECIPES"]
+__all__ = ["DATA", "FUNCTIONAL_TIER", "RECIPES", "bundled_tier_args"]
 
 #: The package-data folder.
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -17,3 +18,19 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 RECIPES = DATA / "recipes"
 #: The functional tier's test modules and conftest (``tests/functional/`` of the repository).
 FUNCTIONAL_TIER = DATA / "functional"
+
+
+def bundled_tier_args() -> list[str]:
+    """Arguments to pytest that run the bundled functional tier from any folder, writing nothing.
+
+    ``-c os.devnull``: no configuration of the folder pytest runs in is read;
+    ``--rootdir``/``--confcutdir`` the bundle's parent, so no conftest outside it is loaded
+    and test ids (JUnit classnames) are ``functional/<module>``; no cache in the package;
+    the plugin (tier markers, ``--tokenizers``) loaded; JUnit xunit1 like the project's.
+    """
+    root = str(FUNCTIONAL_TIER.parent)
+    return [
+        str(FUNCTIONAL_TIER),
+        *("-c", os.devnull, "--rootdir", root, "--confcutdir", root),
+        *("-p", "no:cacheprovider", "-p", "rlgate.pytest_plugin", "-o", "junit_family=xunit1"),
+    ]

@@ -20,6 +20,7 @@ from functools import cache
 from typing import Any
 
 from rlgate.core.errors import RecipeError
+from rlgate.core.noise import quiet_third_party
 
 __all__ = [
     "ParsedCall",
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 def _import_vllm() -> None:
     # vLLM installs its own log handlers unless told not to; let pytest/the CLI own logging.
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
+    quiet_third_party()  # torch's "No CUDA runtime is found" at import (rlgate.core.noise)
 
 
 @cache

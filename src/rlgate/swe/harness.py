@@ -58,7 +58,7 @@ from rlgate.swe.records import (
 logger = logging.getLogger(__name__)
 
 HARNESS_MODULE = "swebench.harness.run_evaluation"
-#: Bounds of ``--max-workers`` (harness worker threads) and ``--timeout`` (s, one week).
+#: Bounds of ``--max-workers`` (harness worker threads) and ``--timeout-seconds`` (one week).
 MAX_WORKERS = 1024
 MAX_TIMEOUT_S = 7 * 24 * 3600
 DEFAULT_DATASET = "SWE-bench/SWE-bench_Verified"
@@ -103,7 +103,7 @@ class HarnessOptions:
         if not 1 <= self.max_workers <= MAX_WORKERS:
             raise SweError(f"--max-workers must be in 1..{MAX_WORKERS}, got {self.max_workers}")
         if not 1 <= self.timeout <= MAX_TIMEOUT_S:
-            raise SweError(f"--timeout must be in 1..{MAX_TIMEOUT_S} s, got {self.timeout}")
+            raise SweError(f"--timeout-seconds must be in 1..{MAX_TIMEOUT_S} s, got {self.timeout}")
         check_split(self.split)
         if len(self.instance_ids) > MAX_INSTANCES:
             raise SweError(f"more than {MAX_INSTANCES:,} --instance-ids")
@@ -483,7 +483,7 @@ def run_swebench_eval(
     if (run_dir / RUN_EVALUATION_LOG_DIR / opts.run_id).exists():
         raise SweError(
             f"{run_dir / RUN_EVALUATION_LOG_DIR / opts.run_id} already exists",
-            hint="use a fresh --run-id: the harness would silently reuse the old reports",
+            hint="use a fresh --harness-run-id: the harness would silently reuse the old reports",
         )
     total = 4 if retry else 3
     progress("swe eval", 0, total, "checking Docker and the images")

@@ -3,8 +3,8 @@
 * :func:`resolve`: ``uv pip compile`` of rlgate's requirements (core, ``functional``,
   ``gym``, ``launch``: nemo-gym imports ray) with the moved packages replaced, against the
   pinned constraints minus the moved packages; when uv refuses, the constraints its
-  explanation names are dropped and the resolution retried, each relaxed pin recorded. Still unresolvable: :class:`CandidateError`
-  (exit 3) with uv's message on one line.
+  explanation names are dropped and the resolution retried, each relaxed pin recorded.
+  Still unresolvable: :class:`CandidateError` (exit 3) with uv's message on one line.
 * :func:`build`: the cache key is the sha256 of the resolved lock, the Python version and
   rlgate's source digest; the environment is built in a temporary directory beside the
   cache entry (``uv venv --relocatable``, the lock installed exactly, rlgate itself from its

@@ -48,6 +48,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "rlgate.bench": ("functional", "gym"),  # the rollout path on the real stack
     "rlgate.testing": ("functional", "gym"),  # the corpus writes runs with torch's writer
     "rlgate.demo": ("functional", "gym"),  # the functional tier for real
+    "rlgate.canary.env": ("canary",),  # uv resolves and builds the candidate environment
     "rlgate.history": ("history",),  # SQLAlchemy and Alembic (the store, its migrations)
 }
 #: Distributions no extra can declare, with why (checked to be still the case).

@@ -19,6 +19,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from rlgate.cli import canary as _cli_canary
 from rlgate.cli import history as _cli_history
 from rlgate.cli import outputs as _cli_outputs
 from rlgate.cli import report as _cli_report
@@ -475,6 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
         _cli_report.add_report,
         _cli_history.add_history,
         _cli_triage.add_triage,
+        _cli_canary.add_canary,
     )
     for add in adders:
         add(sub)

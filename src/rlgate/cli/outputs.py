@@ -143,6 +143,16 @@ COMMANDS: dict[str, dict[str, Role]] = {
     },
     "history quarantine list": {"all": Role.NAME, "json_out": F, **_DB},
     "history quarantine remove": {"target": Role.NAME, "recipe": Role.NAME, **_DB},
+    "canary": {
+        "moves": Role.NAME,  # PKG==VER or PKG@PATH: read by rlgate.canary.stack, never written
+        "recipes": R,
+        "tokenizers": Role.ROOT,
+        "cache_dir": Role.NAME,  # rlgate's own cache, written only inside its own entries
+        "constraints": P,
+        "work_dir": D,
+        "json_out": F,
+        "junit_out": F,
+    },
     "triage": {"candidate": P, "json_out": F, "junit_out": F, **_DB},
 }
 

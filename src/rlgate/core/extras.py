@@ -28,6 +28,7 @@ OPTIONAL_MODULES: dict[str, str] = {
     "alembic": "history",
     "otava": "history",  # history.changes: E-Divisive (installed --no-deps, ci/install.sh)
     "psycopg": "history",  # history.store reads libpq's parameter names to check a URL
+    "uv": "canary",  # rlgate canary resolves and builds the candidate stack with uv
 }
 #: nemo-gym declares Requires-Python >=3.13.14, so no extra can hold it (ci/install.sh).
 NEMO_GYM = "pip install --no-deps --ignore-requires-python nemo-gym==0.7.0"

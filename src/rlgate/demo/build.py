@@ -100,7 +100,11 @@ class DemoResult:
 
 
 def functional_tier_command(
-    junit: Path, tokenizers: str | os.PathLike[str], select: str | None = None
+    junit: Path,
+    tokenizers: str | os.PathLike[str],
+    select: str | None = None,
+    *,
+    python: str | os.PathLike[str] | None = None,
 ) -> Command:
     """The pytest command line of the bundled functional tier (the same from a wheel or a checkout).
 
@@ -109,7 +113,8 @@ def functional_tier_command(
     bundle is loaded and test ids, hence JUnit classnames, are ``functional/<module>``;
     the plugin (tier markers, ``--tokenizers``) is loaded with ``-p``; JUnit is xunit1 as
     the project's own (properties on testcases); ``select`` is a ``-k`` expression. Built by
-    :func:`rlgate.core.commands.command`.
+    :func:`rlgate.core.commands.command`. ``python``: another interpreter (a canary's
+    candidate environment, ``rlgate canary``) instead of this one.
     """
     root = str(FUNCTIONAL_TIER.parent)
     values: dict[str, str] = {"select": select} if select is not None else {}
@@ -118,7 +123,7 @@ def functional_tier_command(
         "--confcutdir {root} -p no:cacheprovider -p rlgate.pytest_plugin "
         "-o junit_family=xunit1 --tokenizers {tokenizers} --junitxml {junit}"
         + (" -k {select}" if select is not None else ""),
-        python=sys.executable,
+        python=python or sys.executable,
         tier=FUNCTIONAL_TIER,
         devnull=os.devnull,
         root=root,

@@ -1,0 +1,266 @@
+"""What a candidate stack changes against the pin: testcase by testcase, recipe by recipe (pure).
+
+The inputs are what the two stacks' own runs wrote: the functional tier's JUnit (pytest's
+xunit1, read by :func:`rlgate.core.junit.read_junit`) and ``rlgate recipe check --json``.
+Each testcase's state is one of :class:`State`; a change is classified (:class:`Kind`):
+
+* ``newly-failing``: passed on the pin, fails (or errors) on the candidate -- a regression;
+* ``newly-passing``: failed on the pin, passes on the candidate;
+* ``limitation-lifted``: a strict xfail (a documented limitation) that passes on the
+  candidate (pytest's ``[XPASS(strict)]``): the finding is named from the xfail's reason;
+* ``changed``: any other change of state (skipped now, xfail now, ...); ``added`` and
+  ``removed`` for a testcase only one side ran;
+
+and per recipe, a change of ``recipe check``'s verdict (``compatible`` ->
+``incompatible``...) with the findings that appeared or went. A regression (exit 1) is a
+testcase newly failing, or a recipe compatible on the pin and not on the candidate.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlgate.core.junit import JunitCase, read_junit
+from rlgate.core.results import Outcome
+from rlgate.core.text import unescape_controls
+
+__all__ = [
+    "Comparison",
+    "Kind",
+    "RecipeChange",
+    "State",
+    "TestChange",
+    "compare",
+    "compare_recipes",
+    "compare_tests",
+    "read_states",
+]
+
+XPASS_STRICT = "[XPASS(strict)]"
+
+
+class State(enum.StrEnum):
+    """How one testcase ended in one stack."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    SKIP = "skip"
+    XFAIL = "xfail"  # a strict (or plain) expected failure that failed as expected
+    XPASS_STRICT = "xpass-strict"  # a strict xfail that passed: pytest reports a failure
+
+
+class Kind(enum.StrEnum):
+    """What a change means."""
+
+    NEWLY_FAILING = "newly-failing"
+    NEWLY_PASSING = "newly-passing"
+    LIMITATION_LIFTED = "limitation-lifted"
+    CHANGED = "changed"
+    ADDED = "added"
+    REMOVED = "removed"
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """A testcase's state and the message that goes with it (a failure's, an xfail's reason)."""
+
+    state: State
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TestChange:
+    """One testcase whose state differs between the pin and the candidate."""
+
+    test: str  # classname::name
+    kind: Kind
+    pinned: State | None
+    candidate: State | None
+    detail: str = ""  # the candidate's failure message, or the limitation lifted
+
+    @property
+    def regression(self) -> bool:
+        """True when it passed on the pin and fails on the candidate."""
+        return self.kind is Kind.NEWLY_FAILING
+
+
+@dataclass(frozen=True, slots=True)
+class RecipeChange:
+    """One recipe whose ``recipe check`` verdict or findings differ."""
+
+    recipe: str
+    pinned: str  # the status: compatible, incompatible, incomplete, invalid, error, absent
+    candidate: str
+    appeared: tuple[str, ...] = ()  # findings "severity code [key]" only the candidate has
+    went: tuple[str, ...] = ()
+
+    @property
+    def regression(self) -> bool:
+        """True when the recipe is compatible on the pin and not on the candidate."""
+        return self.pinned == "compatible" and self.candidate in (
+            "incompatible",
+            "invalid",
+            "error",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The whole comparison: changes, and how many testcases did not change."""
+
+    tests: tuple[TestChange, ...]
+    recipes: tuple[RecipeChange, ...]
+    unchanged: int
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def regressions(self) -> list[TestChange | RecipeChange]:
+        """Everything that passes on the pin and fails on the candidate."""
+        return [c for c in (*self.tests, *self.recipes) if c.regression]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (``rlgate canary --json``)."""
+        return {
+            "regression": bool(self.regressions),
+            "unchanged": self.unchanged,
+            "counts": dict(self.counts),
+            "tests": [
+                {
+                    "test": c.test,
+                    "kind": c.kind.value,
+                    "pinned": c.pinned.value if c.pinned else None,
+                    "candidate": c.candidate.value if c.candidate else None,
+                    "detail": c.detail,
+                    "regression": c.regression,
+                }
+                for c in self.tests
+            ],
+            "recipes": [
+                {
+                    "recipe": c.recipe,
+                    "pinned": c.pinned,
+                    "candidate": c.candidate,
+                    "appeared": list(c.appeared),
+                    "went": list(c.went),
+                    "regression": c.regression,
+                }
+                for c in self.recipes
+            ],
+        }
+
+
+def _case(case: JunitCase) -> Case:
+    lines = case.detail.strip().splitlines()
+    message = unescape_controls(case.message or (lines[-1] if lines else ""))
+    if case.xfail:
+        return Case(State.XFAIL, unescape_controls(case.message))
+    if case.shown is Outcome.FAIL and case.message.startswith(XPASS_STRICT):
+        return Case(
+            State.XPASS_STRICT, unescape_controls(case.message)[len(XPASS_STRICT) :].strip()
+        )
+    state = {
+        Outcome.PASS: State.PASS,
+        Outcome.FAIL: State.FAIL,
+        Outcome.ERROR: State.ERROR,
+        Outcome.SKIP: State.SKIP,
+    }.get(case.shown, State.FAIL)
+    return Case(state, message)
+
+
+def read_states(paths: Iterable[str | os.PathLike[str]]) -> dict[str, Case]:
+    """``classname::name`` -> Case for every testcase of the JUnit files (read safely)."""
+    out: dict[str, Case] = {}
+    for path in paths:
+        for suite in read_junit(path):
+            for case in suite.cases:
+                out[f"{case.classname}::{case.name}"] = _case(case)
+    return out
+
+
+def _kind(pinned: State, candidate: State) -> Kind:
+    bad = (State.FAIL, State.ERROR)
+    if candidate is State.XPASS_STRICT and pinned in (State.XFAIL, State.XPASS_STRICT):
+        return Kind.LIMITATION_LIFTED if pinned is State.XFAIL else Kind.CHANGED
+    if pinned is State.PASS and candidate in (*bad, State.XPASS_STRICT):
+        return Kind.NEWLY_FAILING
+    if pinned in bad and candidate is State.PASS:
+        return Kind.NEWLY_PASSING
+    return Kind.CHANGED
+
+
+def compare_tests(
+    pinned: Mapping[str, Case], candidate: Mapping[str, Case]
+) -> tuple[list[TestChange], int]:
+    """The changed testcases (sorted by name) and the number of unchanged ones."""
+    changes: list[TestChange] = []
+    unchanged = 0
+    for test in sorted(set(pinned) | set(candidate)):
+        before, after = pinned.get(test), candidate.get(test)
+        if before is None or after is None:
+            kind = Kind.ADDED if before is None else Kind.REMOVED
+            shown = after or before
+            changes.append(
+                TestChange(
+                    test,
+                    kind,
+                    before.state if before else None,
+                    after.state if after else None,
+                    shown.message if shown else "",
+                )
+            )
+            continue
+        if before.state is after.state:
+            unchanged += 1
+            continue
+        kind = _kind(before.state, after.state)
+        detail = before.message if kind is Kind.LIMITATION_LIFTED else after.message
+        changes.append(TestChange(test, kind, before.state, after.state, detail))
+    return changes, unchanged
+
+
+def _finding(doc: Mapping[str, Any]) -> str:
+    key = f" [{doc.get('key')}]" if doc.get("key") else ""
+    return f"{doc.get('severity', '?')} {doc.get('code', '?')}{key}"
+
+
+def _reports(doc: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
+    if not doc:
+        return {}
+    return {str(r.get("name") or r.get("recipe")): r for r in doc.get("reports", [])}
+
+
+def compare_recipes(
+    pinned: Mapping[str, Any] | None, candidate: Mapping[str, Any] | None
+) -> list[RecipeChange]:
+    """Per recipe of two ``recipe check --json`` documents: verdict and findings changed."""
+    before, after = _reports(pinned), _reports(candidate)
+    changes = []
+    for name in sorted(set(before) | set(after)):
+        b, a = before.get(name, {}), after.get(name, {})
+        fb = {_finding(f) for f in b.get("findings", [])}
+        fa = {_finding(f) for f in a.get("findings", [])}
+        sb, sa = str(b.get("status", "absent")), str(a.get("status", "absent"))
+        if sb != sa or fb != fa:
+            changes.append(
+                RecipeChange(name, sb, sa, tuple(sorted(fa - fb)), tuple(sorted(fb - fa)))
+            )
+    return changes
+
+
+def compare(
+    pinned_junit: Iterable[str | os.PathLike[str]],
+    candidate_junit: Iterable[str | os.PathLike[str]],
+    pinned_recipes: Mapping[str, Any] | None = None,
+    candidate_recipes: Mapping[str, Any] | None = None,
+) -> Comparison:
+    """Compare the pin's and the candidate's functional tier and recipe checks."""
+    tests, unchanged = compare_tests(read_states(pinned_junit), read_states(candidate_junit))
+    recipes = compare_recipes(pinned_recipes, candidate_recipes)
+    counts = {k.value: sum(c.kind is k for c in tests) for k in Kind}
+    counts["recipes_changed"] = len(recipes)
+    return Comparison(tuple(tests), tuple(recipes), unchanged, counts)

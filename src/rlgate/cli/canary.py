@@ -1,0 +1,191 @@
+"""``rlgate canary``: what a vLLM, transformers or nemo-gym bump changes, before the bump.
+
+Exit 0 when nothing that passes on the pin fails on the candidate, 1 when something does, 2
+on bad input (an unknown package or version), 3 when the candidate stack cannot be resolved
+or built (uv's message, one line). See docs/canary.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rlgate.core.errors import ExitCode, RlgateError
+from rlgate.core.options import TOKENIZERS
+
+__all__ = ["add_canary", "junit_text", "table"]
+
+
+def add_canary(sub: argparse._SubParsersAction) -> None:
+    """Register ``rlgate canary``."""
+    p = sub.add_parser(
+        "canary",
+        help="run the functional tier and recipe check on a candidate stack, compare to the pin",
+        description="Build an isolated environment for a candidate stack (uv; the rest of "
+        "ci/constraints.txt kept wherever the resolver allows; cached by the resolved "
+        "stack), run the functional tier and `recipe check` there and here (the pin), and "
+        "say what changed testcase by testcase and recipe by recipe. Exit 0 when nothing "
+        "that passes on the pin fails on the candidate, 1 when something does, 2 on bad "
+        "input, 3 when the candidate stack cannot be resolved or built.",
+    )
+    p.add_argument(
+        "--with",
+        dest="moves",
+        action="append",
+        default=[],
+        metavar="PKG==VER",
+        help="a package of the candidate stack (vllm, transformers, nemo-gym, tokenizers): "
+        "PKG==VERSION, or PKG@PATH for a wheel file or a source checkout; repeatable",
+    )
+    p.add_argument(
+        "--recipe",
+        dest="recipes",
+        action="append",
+        default=[],
+        metavar="RECIPE.yaml",
+        help="a recipe to `recipe check` in both stacks; repeatable",
+    )
+    TOKENIZERS.add_to(p)
+    p.add_argument("--cache-dir", help="where candidate environments are kept "
+                   "(default $XDG_CACHE_HOME/rlgate/canary)")  # fmt: skip
+    p.add_argument("--constraints", help="the pin (default: the checkout's ci/constraints.txt)")
+    p.add_argument("--work-dir", help="write both stacks' JUnit, recipe JSON and logs here")
+    p.add_argument("--json", dest="json_out", help="write the comparison as JSON here")
+    p.add_argument("--junit", dest="junit_out", help="write a testcase per recipe and change here")
+    p.set_defaults(func=_cmd_canary)
+
+
+def _state(value: Any) -> str:
+    return value.value if value is not None else "-"
+
+
+def table(comparison: Any, label: str) -> str:
+    """The comparison as a terminal table (changed testcases and recipes)."""
+    lines = [f"canary {label}: {comparison.unchanged} testcases unchanged"]
+    rows = [
+        (c.kind.value, c.test, f"{_state(c.pinned)} -> {_state(c.candidate)}", c.detail[:160])
+        for c in comparison.tests
+    ]
+    rows += [
+        (
+            "recipe-regressed" if c.regression else "recipe-changed",
+            c.recipe,
+            f"{c.pinned} -> {c.candidate}",
+            "; ".join([*(f"+{f}" for f in c.appeared), *(f"-{f}" for f in c.went)])[:160],
+        )
+        for c in comparison.recipes
+    ]
+    if not rows:
+        lines.append("  no testcase and no recipe verdict changed")
+    else:
+        header = ("CHANGE", "WHAT", "PIN -> CANDIDATE", "DETAIL")
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header[:-1])]
+        for row in [header, *rows]:
+            cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)]
+            lines.append("  " + "  ".join([*cells, row[-1]]).rstrip())
+    verdict = "REGRESSION" if comparison.regressions else "no regression"
+    lines.append(f"canary {label}: {verdict} ({len(comparison.regressions)} regressions)")
+    return "\n".join(lines) + "\n"
+
+
+def junit_text(comparison: Any, label: str) -> str:
+    """JUnit: a testcase per recipe checked and per testcase changed."""
+    from rlgate.core.junit import JunitCase, JunitSuite, write_junit
+    from rlgate.core.results import Outcome, Result, Tier
+
+    cases = []
+    for c in comparison.tests:
+        outcome = Outcome.FAIL if c.regression else Outcome.PASS
+        message = f"{c.kind.value}: {_state(c.pinned)} -> {_state(c.candidate)}"
+        result = Result(
+            name=c.test,
+            tier=Tier.FUNCTIONAL,
+            status=outcome,
+            message=f"{message}: {c.detail}" if c.detail else message,
+            informational="" if c.regression else "a change on the candidate, not a regression",
+        )
+        cases.append(
+            JunitCase.of(result, classname=f"rlgate.canary.{label}", facts={"change": c.kind.value})
+        )
+    for r in comparison.recipes:
+        result = Result(
+            name=r.recipe,
+            tier=Tier.FUNCTIONAL,
+            status=Outcome.FAIL if r.regression else Outcome.PASS,
+            message=f"recipe check {r.pinned} -> {r.candidate}",
+        )
+        cases.append(JunitCase.of(result, classname=f"rlgate.canary.{label}.recipe"))
+    return write_junit([JunitSuite.of(f"rlgate.canary.{label}", cases)])
+
+
+def _cmd_canary(args: argparse.Namespace) -> int:
+    from rlgate.canary import env as canary_env
+    from rlgate.canary.compare import compare
+    from rlgate.canary.stack import parse_moves, stack_label
+    from rlgate.core.io import read_json, write_json_atomic, write_text_atomic
+
+    moves = parse_moves(args.moves)
+    label = stack_label(moves)
+    tokenizers = args.tokenizers
+    if not tokenizers or not Path(tokenizers).is_dir():
+        raise RlgateError(
+            f"no tokenizer root ({tokenizers or 'unset'}): the functional tier needs one",
+            hint="pass --tokenizers DIR or set RLGATE_TOKENIZERS (one subfolder per model)",
+        )
+    recipes = [Path(r) for r in args.recipes]
+    for recipe in recipes:
+        if not recipe.is_file():
+            raise RlgateError(f"--recipe {recipe}: no such file")
+    constraints = canary_env.pinned_constraints(
+        Path(args.constraints) if args.constraints else None
+    )
+    cache = Path(args.cache_dir) if args.cache_dir else canary_env.default_cache_dir()
+    with tempfile.TemporaryDirectory(prefix="rlgate-canary-") as scratch:
+        work = Path(args.work_dir) if args.work_dir else Path(scratch)
+        resolution = canary_env.resolve(moves, constraints, work / "resolve")
+        relaxed = ", ".join(resolution.relaxed) or "none"
+        print(f"canary {label}: resolved in {resolution.seconds:.0f} s; pins relaxed: {relaxed}")
+        built = canary_env.build(resolution, cache, label=label)
+        how = "reused" if built.reused else f"built in {built.seconds:.0f} s"
+        print(f"canary {label}: environment {built.path} ({how})")
+        junits, docs = [], []
+        for side, python in (("pinned", Path(sys.executable)), ("candidate", built.python)):
+            out = work / side
+            code, seconds = canary_env.run_functional(python, out, tokenizers)
+            print(f"canary {label}: functional tier on the {side} stack: pytest exit {code}, "
+                  f"{seconds:.0f} s")  # fmt: skip
+            if not (out / "functional.xml").is_file():
+                raise canary_env.CandidateError(
+                    f"the functional tier on the {side} stack wrote no JUnit (pytest exit "
+                    f"{code}; log {out / 'functional.log'})"
+                )
+            junits.append(out / "functional.xml")
+            doc = None
+            if recipes:
+                code, seconds = canary_env.run_recipe_check(python, out, recipes, tokenizers)
+                print(f"canary {label}: recipe check on the {side} stack: exit {code}, "
+                      f"{seconds:.0f} s")  # fmt: skip
+                if (out / "recipes.json").is_file():
+                    doc = read_json(
+                        out / "recipes.json", what=f"recipe check JSON of the {side} stack"
+                    )
+            docs.append(doc)
+        comparison = compare([junits[0]], [junits[1]], docs[0], docs[1])
+    print(table(comparison, label), end="")
+    if args.json_out:
+        write_json_atomic(
+            args.json_out,
+            {
+                "command": "canary",
+                "stack": label,
+                "relaxed": list(resolution.relaxed),
+                "environment": str(built.path),
+                **comparison.as_dict(),
+            },
+        )
+    if args.junit_out:
+        write_text_atomic(args.junit_out, junit_text(comparison, label))
+    return ExitCode.FAIL if comparison.regressions else ExitCode.OK

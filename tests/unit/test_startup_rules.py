@@ -52,7 +52,7 @@ def inventory() -> dict[str, Any]:
 
 def cited_sources() -> list[tuple[str, Source]]:
     """(rule code, source) for the registry's rules and recipe_rules' older ones."""
-    out = [(r.code, s) for r in rules() for s in r.sources]
+    out = [(r.code, s) for r in [*rules(), *startup.model_rules()] for s in r.sources]
     return out + [(code, s) for code, srcs in recipe_rules.SOURCES.items() for s in srcs]
 
 
@@ -125,8 +125,8 @@ class TestInventory:
         assert sources["vllm"]["ref"] == version("vllm")
 
     def test_rule_codes_are_unique_across_both_rule_modules(self):
-        registry = {r.code for r in rules()}
-        assert len(registry) == len(rules())
+        registry = {r.code for r in [*rules(), *startup.model_rules()]}
+        assert len(registry) == len(rules()) + len(startup.model_rules())
         assert not registry & set(recipe_rules.SOURCES)
 
 

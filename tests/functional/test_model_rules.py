@@ -103,6 +103,12 @@ MUTATIONS = {
         "policy.dtensor_cfg.context_parallel_size",
         "context_parallel_size 2 on a Gemma3 model (model_type 'gemma3_text')",
     ),
+    "vllm-quantized-load-format": (
+        [f"++{VCFG}.load_format=auto"],
+        {"architectures": ["GptOssForCausalLM"], "quantization_config": {"quant_method": "mxfp4"}},
+        f"{VCFG}.load_format",
+        "load_format 'auto' on a quantized GptOssForCausalLM checkpoint",
+    ),
     "nccl-reshard-layer-split": (
         [*RESHARD, f"{MCFG}.pipeline_model_parallel_size=5"],
         {},
@@ -133,7 +139,7 @@ def test_the_real_config_passes_where_the_mutation_needs_a_changed_one(code, cod
     """The same overrides on the real (MoE, 32-head, 262144-token, 48-layer) config."""
     overrides, changes, _, _ = MUTATIONS[code]
     if not changes:  # an override-only mutation: the recipe's own values instead
-        overrides = [o for o in overrides if "refit_transport" in o]
+        overrides = [o for o in overrides if "refit_transport" in o or "load_format" in o]
     result = _model(coder.parent, overrides)
     assert result.state == "ran" and result.findings == []
 

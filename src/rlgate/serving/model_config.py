@@ -84,7 +84,7 @@ class ModelConfig:
     model_type: str | None
     architectures: tuple[str, ...]
     text: TextConfig
-    quantized: bool
+    quantized: bool  # writes a quantization_config (NeMo RL's vllm_worker tests its presence)
 
     @property
     def experts(self) -> int | None:
@@ -156,7 +156,7 @@ def load_model_config(path: str | Path) -> ModelConfig:
         top.model_type,
         tuple(top.architectures or ()),
         text,
-        raw.get("quantization_config") is not None,
+        "quantization_config" in raw,
     )
 
 

@@ -248,3 +248,36 @@ def layer_split(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
             f"{layers - left} of the model's {layers} layers (num_hidden_layers)",
             source=1,
         )
+
+
+VLLM_WORKER = "nemo_rl/models/generation/vllm/vllm_worker.py"
+LOAD_MODEL = "BaseVllmGenerationWorker._load_model"
+QUANTIZED_DUMMY_ONLY = ("GptOssForCausalLM", "Mistral3ForConditionalGeneration")
+
+
+def _load_format(cfg: Config) -> str | None:
+    """``vllm_cfg.load_format`` when it is not ``dummy`` (gemma/Nemotron VL: forced auto)."""
+    value = cfg.str(f"{VCFG}.load_format")
+    return value if cfg.backend == "vllm" and value is not None and value != "dummy" else None
+
+
+@model_rule(
+    "vllm-quantized-load-format",
+    Source(VLLM_WORKER, LOAD_MODEL, "Loading quantized GPT-OSS models"),
+    Source(VLLM_WORKER, LOAD_MODEL, "Loading FP8-quantized Mistral3 in vLLM"),
+    when=lambda cfg: _load_format(cfg) is not None,
+    insist=False,  # a real load_format is the ordinary case
+)
+def quantized_load_format(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """A quantized GPT-OSS or Mistral3 checkpoint loaded by vLLM with a real ``load_format``."""
+    if not model.quantized:
+        return
+    for i, arch in enumerate(QUANTIZED_DUMMY_ONLY):
+        if arch in model.architectures:
+            yield Violation(
+                f"{VCFG}.load_format",
+                f"load_format {_load_format(cfg)!r} on a quantized {arch} checkpoint (its "
+                "config.json has a quantization_config): only load_format 'dummy' (weights by "
+                "refit) is supported",
+                source=i,
+            )

@@ -74,7 +74,13 @@ def vllm_ep_dense(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
 
 
 DCP = "policy.generation.vllm_kwargs.decode_context_parallel_size"
-KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num")
+KV_HEAD_KEYS = (  # vLLM model_arch_config_convertor.py::get_total_num_kv_heads, in its order
+    "n_head_kv",
+    "num_kv_heads",
+    "num_key_value_heads",
+    "multi_query_group_num",
+    "num_attention_groups",
+)
 
 
 def _dcp(cfg: Config) -> int | None:

@@ -119,12 +119,19 @@ MEGATRON_LM = Tree(
         "MoELayer.forward",
     ),
 )
-# vLLM (the installed package): what every sampling request and the engine's cache config check.
+# vLLM (the installed package): what every sampling request and the engine's cache config
+# check, and the engine's model config against its parallelism and max_model_len.
 VLLM = Tree(
     "vllm",
     "vllm",
-    scope=("vllm/sampling_params.py", "vllm/config/cache.py"),
-    functions=("SamplingParams._verify_args", "CacheConfig"),
+    scope=("vllm/sampling_params.py", "vllm/config/cache.py", "vllm/config/model.py"),
+    functions=(
+        "SamplingParams._verify_args",
+        "CacheConfig",
+        "ModelConfig.verify_with_parallel_config",
+        "ModelConfig._verify_with_expert_parallelism",
+        "_get_and_verify_max_len",
+    ),
 )
 TREES = (NEMO_RL, MEGATRON_LM, VLLM)
 # Methods a class runs when it is built or used by protocol, and decorators whose methods

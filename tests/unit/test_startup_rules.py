@@ -52,7 +52,7 @@ def inventory() -> dict[str, Any]:
 
 def cited_sources() -> list[tuple[str, Source]]:
     """(rule code, source) for the registry's rules and recipe_rules' older ones."""
-    out = [(r.code, s) for r in rules() for s in r.sources]
+    out = [(r.code, s) for r in [*rules(), *startup.model_rules()] for s in r.sources]
     return out + [(code, s) for code, srcs in recipe_rules.SOURCES.items() for s in srcs]
 
 
@@ -125,8 +125,8 @@ class TestInventory:
         assert sources["vllm"]["ref"] == version("vllm")
 
     def test_rule_codes_are_unique_across_both_rule_modules(self):
-        registry = {r.code for r in rules()}
-        assert len(registry) == len(rules())
+        registry = {r.code for r in [*rules(), *startup.model_rules()]}
+        assert len(registry) == len(rules()) + len(startup.model_rules())
         assert not registry & set(recipe_rules.SOURCES)
 
 
@@ -1076,7 +1076,8 @@ class TestAtTheCheckout:
 class TestDocs:
     def test_the_rule_table_of_running_tiers_lists_every_rule(self):
         text = (REPO / "docs" / "running-tiers.md").read_text(encoding="utf-8")
-        assert [r.code for r in rules() if f"| `{r.code}` |" not in text] == []
+        every = [*rules(), *startup.model_rules()]
+        assert [r.code for r in every if f"| `{r.code}` |" not in text] == []
 
     def test_the_coverage_page_shows_the_tools_numbers_for_the_data(self, tool):
         text = (REPO / "docs" / "recipe-rules-coverage.md").read_text(encoding="utf-8")

@@ -15,12 +15,16 @@ message names the file and function (``grpo.py::setup``...). Runtime asserts NeM
 hits after allocating a cluster are errors; keys NeMo RL or Gym accept but never read are
 warnings, so NeMo RL's own published configs pass.
 
-Checks come in two groups. The config checks need nothing but the config (and vLLM's
-parser registry). The served checks render the chat template with the model's tokenizer;
-when that tokenizer cannot be loaded (no hub access, a gated model, a placeholder path)
-they are reported as *skipped* with the reason, and the report's exit code is 3 unless
-an error was found. They do not apply (and are not skipped) when the config does not
-serve chat through vLLM's HTTP server (no NeMo Gym, another generation backend).
+Checks come in three groups. The config checks need nothing but the config (and vLLM's
+parser registry). The ``model-config`` check runs the model rules
+(:func:`rlgate.checks.startup.check_model`) on the model's ``config.json`` when a rule's
+config side holds; without that file it is skipped (exit 3 unless an error was found) when
+one of those rules insists, else not applicable, naming the rules not run. The served
+checks render the chat template with the model's tokenizer; when that tokenizer cannot be
+loaded (no hub access, a gated model, a placeholder path) they are reported as *skipped*
+with the reason, and the report's exit code is 3 unless an error was found. They do not
+apply (and are not skipped) when the config does not serve chat through vLLM's HTTP server
+(no NeMo Gym, another generation backend).
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ from rlgate.checks.served import (
     check_thinking,
     check_tool_call_in_reasoning,
 )
-from rlgate.checks.startup import AREAS, check_area
+from rlgate.checks.startup import AREAS, check_area, check_model
 from rlgate.core.errors import ExitCode
 from rlgate.recipe.findings import Finding, Severity
 from rlgate.recipe.load import Recipe, require_grpo
@@ -221,6 +225,9 @@ def check_recipe(
             checks.append(CheckStatus(name, "not-applicable", why))
             continue
         run(name, fn, recipe)
+    model = check_model(recipe, tokenizer_root)  # rules that need the model's config.json
+    findings.extend(model.findings)
+    checks.append(CheckStatus("model-config", model.state, model.reason))  # type: ignore[arg-type]
     served = [name for name, _, _ in SERVED_CHECKS]
     not_applicable = chat_server_not_applicable(recipe.config) if setup is None else None
     if not_applicable:

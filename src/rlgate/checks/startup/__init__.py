@@ -11,6 +11,13 @@ A *rule* is one function of a module of this package, registered with :func:`rul
 * its body: a pure function of the config (:class:`Config`, dict reads only) that yields a
   :class:`Violation` (the key and what is wrong with its value) per problem.
 
+A *model rule* (:func:`model_rule`, module ``model``) is decided by the model's own
+``config.json`` too (:mod:`rlgate.serving.model_config`): its ``when`` is the config side of
+the site (the rule applies only when it holds), its body a function of the config and the
+model config. :func:`check_model` runs them as the ``model-config`` check: not applicable when
+no rule's ``when`` holds; when one holds and no ``config.json`` is found, the rules that
+``insist`` make the check *skipped* (not run, exit 3), the others are named in its reason.
+
 The module a rule is in is its *area* (``training``, ``sharding``, ``loss``,
 ``generation``, ``grpo``, ``checkpointing``): ``rlgate recipe check`` runs each area as one
 check (:data:`AREAS`, in that order). Adding a rule is adding a function to the module of
@@ -29,10 +36,12 @@ import importlib
 import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rlgate.recipe.findings import Finding, Severity
 from rlgate.recipe.load import Recipe, get_path
+from rlgate.serving.model_config import ModelConfig, find_model_config, load_model_config
 
 __all__ = [
     "AREAS",
@@ -40,10 +49,14 @@ __all__ = [
     "NEMO_RL",
     "VLLM",
     "Config",
+    "ModelRule",
     "Rule",
     "Source",
     "Violation",
     "check_area",
+    "check_model",
+    "model_rule",
+    "model_rules",
     "rule",
     "rules",
 ]
@@ -92,12 +105,36 @@ class Rule:
 
     def findings(self, config: Config) -> list[Finding]:
         """The rule on one config: one finding per violation, citing the rule's source."""
-        out = []
-        for v in self.check(config):
-            cite = self.sources[v.source]
-            message = f"{v.detail}: {cite.where} {cite.says} {cite.cites!r}"
-            out.append(Finding(self.code, self.severity, v.key, message))
-        return out
+        return _cited(self.code, self.severity, self.sources, self.check(config))
+
+
+def _cited(
+    code: str, severity: Severity, sources: tuple[Source, ...], found: Iterable[Violation]
+) -> list[Finding]:
+    out = []
+    for v in found:
+        cite = sources[v.source]
+        message = f"{v.detail}: {cite.where} {cite.says} {cite.cites!r}"
+        out.append(Finding(code, severity, v.key, message))
+    return out
+
+
+@dataclass(frozen=True)
+class ModelRule:
+    """One registered model rule (see the module docstring)."""
+
+    code: str
+    sources: tuple[Source, ...]
+    when: Callable[[Config], bool]
+    check: Callable[[Config, ModelConfig], Iterable[Violation]]
+    insist: bool
+    severity: Severity
+
+    def findings(self, config: Config, model: ModelConfig) -> list[Finding]:
+        """The rule on one config and its model: one finding per violation."""
+        detail = f" (model config {model.path})"
+        found = (Violation(v.key, v.detail + detail, v.source) for v in self.check(config, model))
+        return _cited(self.code, self.severity, self.sources, found)
 
 
 _RULES: dict[str, Rule] = {}
@@ -114,12 +151,77 @@ def rule(
         area = fn.__module__.rpartition(".")[2]
         if area not in AREAS:
             raise TypeError(f"rule {code}: module {fn.__module__} is not an area of {AREAS}")
-        if code in _RULES and _RULES[code].check is not fn:
+        if code in _MODEL_RULES or (code in _RULES and _RULES[code].check is not fn):
             raise TypeError(f"rule {code} is registered twice")
         _RULES[code] = Rule(code, area, tuple(sources), fn, severity)
         return fn
 
     return register
+
+
+_MODEL_RULES: dict[str, ModelRule] = {}
+
+
+def model_rule(
+    code: str,
+    *sources: Source,
+    when: Callable[[Config], bool],
+    insist: bool = True,
+    severity: Severity = Severity.ERROR,
+) -> Callable[[Callable[[Config, ModelConfig], Iterable[Violation]]], Any]:
+    """Register the decorated function as the model rule ``code``, read from ``sources``.
+
+    ``when``: the config side of the site; ``insist``: without a ``config.json`` the rule
+    makes the check not run (exit 3); False for rules whose ``when`` holds in ordinary
+    configs (TP > 1, a ``max_model_len``), which are then only named as not run.
+    """
+    if not sources:
+        raise TypeError(f"rule {code}: name the source it was read from")
+
+    def register(fn: Callable[[Config, ModelConfig], Iterable[Violation]]) -> Any:
+        if code in _RULES or (code in _MODEL_RULES and _MODEL_RULES[code].check is not fn):
+            raise TypeError(f"rule {code} is registered twice")
+        _MODEL_RULES[code] = ModelRule(code, tuple(sources), when, fn, insist, severity)
+        return fn
+
+    return register
+
+
+def model_rules() -> list[ModelRule]:
+    """Every registered model rule, by code."""
+    _discover()
+    return sorted(_MODEL_RULES.values(), key=lambda r: r.code)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCheck:
+    """What the ``model-config`` check did: its findings, state and reason."""
+
+    findings: list[Finding]
+    state: str  # "ran", "skipped" or "not-applicable" (rlgate.checks.recipe_rules.CheckState)
+    reason: str = ""
+
+
+def check_model(recipe: Recipe, tokenizer_root: str | Path | None) -> ModelCheck:
+    """The model rules whose ``when`` holds, on the model's ``config.json`` when found."""
+    config = Config(recipe.config)
+    due = [r for r in model_rules() if r.when(config)]
+    if not due:
+        return ModelCheck([], "not-applicable", "no model-decidable rule applies")
+    names = ", ".join(r.code for r in due)
+    model_id = config.str("policy.model_name")
+    path, looked = find_model_config(model_id, tokenizer_root) if model_id else (None, "")
+    if path is None:
+        what = (
+            f"no config.json for {model_id!r} (looked in {looked})"
+            if model_id
+            else "policy.model_name names no model"
+        )
+        reason = f"{what}: {names} not run"
+        state = "skipped" if any(r.insist for r in due) else "not-applicable"
+        return ModelCheck([], state, reason)
+    model = load_model_config(path)
+    return ModelCheck([f for r in due for f in r.findings(config, model)], "ran")
 
 
 _DISCOVERED: list[bool] = []

@@ -1,0 +1,289 @@
+"""Model rules: asserts decided by the config together with the model's ``config.json``.
+
+vLLM checks the engine's tensor parallelism against the model's attention heads, expert
+parallelism against its experts and ``max_model_len`` against its maximum length when the
+engine is built (``ModelConfig``, ``vllm/config/model.py``); NeMo RL checks MoE-only
+activation-offload modules against the Megatron model's experts, refuses context
+parallelism for Gemma3 in the DTensor worker, and maps the Megatron layers onto pipeline
+stages for ``nccl_reshard`` refit. Each rule's ``when`` is the config side of its site.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rlgate.checks.startup import VLLM, Config, Source, Violation, model_rule
+from rlgate.serving.model_config import ModelConfig
+
+VCFG = "policy.generation.vllm_cfg"
+MCFG = "policy.megatron_cfg"
+VLLM_MODEL = "vllm/config/model.py"
+
+
+def _vllm_size(cfg: Config, key: str) -> int | None:
+    if cfg.backend != "vllm":
+        return None
+    value = cfg.int(f"{VCFG}.{key}")
+    return value if value is not None and value > 1 else None
+
+
+@model_rule(
+    "vllm-heads-tp",
+    Source(
+        VLLM_MODEL,
+        "ModelConfig.verify_with_parallel_config",
+        "must be divisible by tensor parallel size",
+        "raises ValueError",
+        repo=VLLM,
+    ),
+    when=lambda cfg: _vllm_size(cfg, "tensor_parallel_size") is not None,
+    insist=False,
+)
+def vllm_heads_tp(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """The vLLM engine's TP not dividing the model's attention heads."""
+    tp, heads = _vllm_size(cfg, "tensor_parallel_size"), model.text.num_attention_heads
+    if tp is not None and heads is not None and heads % tp:
+        yield Violation(
+            f"{VCFG}.tensor_parallel_size",
+            f"vLLM tensor_parallel_size {tp} does not divide the model's {heads} attention "
+            "heads (num_attention_heads)",
+        )
+
+
+@model_rule(
+    "vllm-ep-dense",
+    Source(
+        VLLM_MODEL,
+        "ModelConfig._verify_with_expert_parallelism",
+        "when expert parallelism is enabled",
+        "raises ValueError",
+        repo=VLLM,
+    ),
+    when=lambda cfg: _vllm_size(cfg, "expert_parallel_size") is not None,
+    insist=False,  # vLLM EP is the ordinary case on MoE models
+)
+def vllm_ep_dense(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Expert parallelism in vLLM (NeMo RL: ``expert_parallel_size > 1``) on a dense model."""
+    if model.experts == 0:
+        yield Violation(
+            f"{VCFG}.expert_parallel_size",
+            f"vLLM expert_parallel_size {_vllm_size(cfg, 'expert_parallel_size')} enables "
+            "expert parallelism, but the model has no experts (its config.json writes none "
+            "of num_experts, n_routed_experts, num_local_experts, moe_num_experts)",
+        )
+
+
+DCP = "policy.generation.vllm_kwargs.decode_context_parallel_size"
+KV_HEAD_KEYS = (  # vLLM model_arch_config_convertor.py::get_total_num_kv_heads, in its order
+    "n_head_kv",
+    "num_kv_heads",
+    "num_key_value_heads",
+    "multi_query_group_num",
+    "num_attention_groups",
+)
+
+
+def _dcp(cfg: Config) -> int | None:
+    dcp = cfg.int(DCP)
+    return dcp if cfg.backend == "vllm" and dcp is not None and dcp > 1 else None
+
+
+@model_rule(
+    "vllm-dcp-kv-heads",
+    *(
+        Source(VLLM_MODEL, "ModelConfig.verify_with_parallel_config", cites, repo=VLLM)
+        for cites in (
+            "tensor_parallel_size > total_num_kv_heads",
+            "decode_context_parallel_size <= max_dcp_size",
+            "num_q_per_kv % decode_context_parallel_size == 0",
+        )
+    ),
+    when=lambda cfg: _dcp(cfg) is not None,
+)
+def vllm_dcp(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Decode context parallelism (``vllm_kwargs``) against TP and the model's KV heads (GQA)."""
+    dcp, tp = _dcp(cfg), cfg.int(f"{VCFG}.tensor_parallel_size", 1)
+    heads = model.text.num_attention_heads
+    kv = next(
+        (
+            v
+            for k in KV_HEAD_KEYS
+            if isinstance(v := model.text.extra(k) or getattr(model.text, k, None), int)
+        ),
+        heads,
+    )
+    if dcp is None or tp is None or heads is None or not kv or model.text.extra("kv_lora_rank"):
+        return  # an MLA model (kv_lora_rank) is not checked by vLLM
+    if tp <= kv:
+        yield Violation(
+            f"{VCFG}.tensor_parallel_size",
+            f"decode_context_parallel_size {dcp} needs vLLM TP above the model's {kv} KV heads "
+            f"(TP {tp})",
+        )
+    elif dcp > tp // kv:
+        yield Violation(DCP, f"decode_context_parallel_size {dcp} > TP {tp} // {kv} KV heads", 1)
+    elif (heads // kv) % dcp:
+        yield Violation(
+            DCP,
+            f"the model's {heads // kv} query heads per KV head are not a multiple of "
+            f"decode_context_parallel_size {dcp}",
+            2,
+        )
+
+
+@model_rule(
+    "vllm-max-model-len",
+    Source(
+        VLLM_MODEL,
+        "_get_and_verify_max_len",
+        "max_model_len > derived_max_model_len",
+        "raises ValueError",
+        repo=VLLM,
+    ),
+    when=lambda cfg: cfg.backend == "vllm" and cfg.int(f"{VCFG}.max_model_len") is not None,
+    insist=False,
+)
+def vllm_max_model_len(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """``vllm_cfg.max_model_len`` above the model's own maximum length."""
+    asked = cfg.int(f"{VCFG}.max_model_len")
+    derived, key = model.max_len()
+    if asked is None or asked == -1 or derived == float("inf") or asked <= derived:
+        return
+    yield Violation(
+        f"{VCFG}.max_model_len",
+        f"max_model_len {asked} is above the model's maximum length {derived:g} ({key}, "
+        "RoPE scaling applied as vLLM does); vLLM refuses it unless the run sets "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+    )
+
+
+MEGATRON_SETUP = "nemo_rl/models/megatron/setup.py"
+MOE_ONLY_MODULES = ("expert_fc1", "moe_act", "fused_group_mlp")  # _apply_performance_config
+
+
+def _moe_only_offload(cfg: Config) -> list[str]:
+    if not cfg.megatron or not cfg.get(f"{MCFG}.fine_grained_activation_offloading"):
+        return []
+    modules = cfg.get(f"{MCFG}.offload_modules")
+    modules = modules if isinstance(modules, list) else []
+    return sorted(m for m in MOE_ONLY_MODULES if m in modules)
+
+
+@model_rule(
+    "megatron-moe-offload-dense",
+    Source(
+        MEGATRON_SETUP,
+        "_apply_performance_config",
+        "A MoE-only offload module requires a MoE model",
+        "raises ValueError",
+    ),
+    when=lambda cfg: bool(_moe_only_offload(cfg)),
+)
+def moe_offload_dense(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """MoE-only activation-offload modules on a dense model (``num_moe_experts`` None)."""
+    if model.experts == 0:
+        yield Violation(
+            f"{MCFG}.offload_modules",
+            f"offload_modules {_moe_only_offload(cfg)} are MoE-only, but the model has no "
+            "experts (Megatron Bridge leaves num_moe_experts None)",
+        )
+
+
+DTENSOR_WORKER = "nemo_rl/models/policy/workers/dtensor_policy_worker.py"
+GEMMA3_TYPES = ("gemma3", "gemma3_text")  # Gemma3ForConditionalGeneration, Gemma3ForCausalLM
+
+
+def _dtensor_cp(cfg: Config) -> int | None:
+    cp = cfg.int("policy.dtensor_cfg.context_parallel_size")
+    return cp if cfg.dtensor and cp is not None and cp > 1 else None
+
+
+@model_rule(
+    "dtensor-gemma3-context-parallel",
+    Source(DTENSOR_WORKER, "DTensorPolicyWorkerImpl.__init__", "not self.is_gemma3"),
+    when=lambda cfg: _dtensor_cp(cfg) is not None,
+)
+def gemma3_cp(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Context parallelism on a Gemma3 model in the DTensor worker."""
+    if model.model_type in GEMMA3_TYPES:
+        yield Violation(
+            "policy.dtensor_cfg.context_parallel_size",
+            f"context_parallel_size {_dtensor_cp(cfg)} on a Gemma3 model (model_type "
+            f"{model.model_type!r}): torch context parallel does not support Gemma3",
+        )
+
+
+MEGATRON_WORKER = "nemo_rl/models/policy/workers/megatron_policy_worker.py"
+LAYER_TO_STAGE = "MegatronPolicyWorkerImpl._build_layer_to_pp_stage"
+
+
+def _reshard_pp(cfg: Config) -> int | None:
+    pp = cfg.int(f"{MCFG}.pipeline_model_parallel_size")
+    reshard = cfg.str("policy.generation.refit_transport") == "nccl_reshard"
+    return pp if reshard and cfg.megatron and pp is not None and pp > 1 else None
+
+
+@model_rule(
+    "nccl-reshard-layer-split",
+    Source(MEGATRON_WORKER, LAYER_TO_STAGE, "layers_to_distribute % stages_left == 0"),
+    Source(MEGATRON_WORKER, LAYER_TO_STAGE, "layer_idx == num_layers"),
+    when=lambda cfg: _reshard_pp(cfg) is not None,
+)
+def layer_split(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """nccl_reshard's layer-to-stage map: the model's layers against the pipeline split."""
+    pp, layers = _reshard_pp(cfg), model.text.num_hidden_layers
+    if pp is None or layers is None:
+        return
+    first = cfg.int(f"{MCFG}.num_layers_in_first_pipeline_stage")
+    last = cfg.int(f"{MCFG}.num_layers_in_last_pipeline_stage")
+    left, stages = (
+        layers - (first or 0) - (last or 0),
+        pp - (first is not None) - (last is not None),
+    )
+    split = f"first {first}, last {last}" if first is not None or last is not None else "even"
+    if stages > 0 and left % stages:
+        yield Violation(
+            f"{MCFG}.pipeline_model_parallel_size",
+            f"the model's {layers} layers (num_hidden_layers) less the {split} stages leave "
+            f"{left} layers for {stages} pipeline stages",
+        )
+    elif stages == 0 and left != 0:
+        yield Violation(
+            f"{MCFG}.num_layers_in_last_pipeline_stage",
+            f"num_layers_in_first/last_pipeline_stage {first} + {last} with PP {pp} assign "
+            f"{layers - left} of the model's {layers} layers (num_hidden_layers)",
+            source=1,
+        )
+
+
+VLLM_WORKER = "nemo_rl/models/generation/vllm/vllm_worker.py"
+LOAD_MODEL = "BaseVllmGenerationWorker._load_model"
+QUANTIZED_DUMMY_ONLY = ("GptOssForCausalLM", "Mistral3ForConditionalGeneration")
+
+
+def _load_format(cfg: Config) -> str | None:
+    """``vllm_cfg.load_format`` when it is not ``dummy`` (gemma/Nemotron VL: forced auto)."""
+    value = cfg.str(f"{VCFG}.load_format")
+    return value if cfg.backend == "vllm" and value is not None and value != "dummy" else None
+
+
+@model_rule(
+    "vllm-quantized-load-format",
+    Source(VLLM_WORKER, LOAD_MODEL, "Loading quantized GPT-OSS models"),
+    Source(VLLM_WORKER, LOAD_MODEL, "Loading FP8-quantized Mistral3 in vLLM"),
+    when=lambda cfg: _load_format(cfg) is not None,
+    insist=False,  # a real load_format is the ordinary case
+)
+def quantized_load_format(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """A quantized GPT-OSS or Mistral3 checkpoint loaded by vLLM with a real ``load_format``."""
+    if not model.quantized:
+        return
+    for i, arch in enumerate(QUANTIZED_DUMMY_ONLY):
+        if arch in model.architectures:
+            yield Violation(
+                f"{VCFG}.load_format",
+                f"load_format {_load_format(cfg)!r} on a quantized {arch} checkpoint (its "
+                "config.json has a quantization_config): only load_format 'dummy' (weights by "
+                "refit) is supported",
+                source=i,
+            )

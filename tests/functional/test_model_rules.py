@@ -1,0 +1,273 @@
+"""Model rules (rlgate.checks.startup.model) on the real Qwen3-Coder-30B-A3B ``config.json``.
+
+Each rule: rlgate's target recipe pointed at the real config (``policy.model_name`` a folder
+holding it) and broken by one override, or at a copy with one field changed, is refused
+naming the key and citing the source; the real config with the recipe's own values passes.
+Without a ``config.json`` the check reports the rules as not run (exit 3 when one insists).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlgate.checks.recipe import check_recipe_file
+from rlgate.checks.registry import load_recipe
+from rlgate.checks.startup import check_model, model_rules
+from rlgate.core.resources import RECIPES
+from rlgate.serving.model_config import load_model_config
+
+TARGET = RECIPES / "grpo-qwen3.5-35ba3b-4n8g-megatron-ep16tp2cp2-async1off-gym-swe-thinking.yaml"
+CODER = "qwen3-coder-30b-a3b-instruct"
+VCFG = "policy.generation.vllm_cfg"
+MCFG = "policy.megatron_cfg"
+DTENSOR = [
+    f"{MCFG}.enabled=false",
+    "++policy.dtensor_cfg.enabled=true",
+    "++policy.dtensor_cfg._v2=true",
+    "++policy.dtensor_cfg.context_parallel_size=2",
+]
+OFFLOAD = [
+    f"++{MCFG}.fine_grained_activation_offloading=true",
+    f"++{MCFG}.offload_modules=[expert_fc1,core_attn]",
+]
+RESHARD = ["++policy.generation.refit_transport=nccl_reshard"]
+NO_EXPERTS = {"num_experts": None, "num_experts_per_tok": None, "moe_intermediate_size": None}
+
+
+@pytest.fixture
+def coder(tokenizers_root: Path) -> Path:
+    return tokenizers_root / CODER / "config.json"
+
+
+def _copy(coder: Path, tmp_path: Path, **changes: Any) -> Path:
+    """A model folder whose config.json is the real one with ``changes`` (None: removed)."""
+    raw = json.loads(coder.read_text())
+    for key, value in changes.items():
+        if value is None:
+            raw.pop(key, None)
+        else:
+            raw[key] = value
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(raw))
+    return folder
+
+
+def _model(folder: Path, overrides: list[str], root: Path | None = None) -> Any:
+    recipe = load_recipe(TARGET, [f"policy.model_name={folder}", *overrides], strict=False)
+    return check_model(recipe, root)
+
+
+# (code, overrides, changed config.json fields, key, fragment)
+MUTATIONS = {
+    "vllm-heads-tp": (
+        [f"{VCFG}.tensor_parallel_size=3"],
+        {},
+        f"{VCFG}.tensor_parallel_size",
+        "tensor_parallel_size 3 does not divide the model's 32 attention heads",
+    ),
+    "vllm-ep-dense": (
+        [f"{VCFG}.expert_parallel_size=4"],
+        NO_EXPERTS,
+        f"{VCFG}.expert_parallel_size",
+        "but the model has no experts",
+    ),
+    "vllm-max-model-len": (
+        [f"{VCFG}.max_model_len=300000"],
+        {},
+        f"{VCFG}.max_model_len",
+        "max_model_len 300000 is above the model's maximum length 262144 (max_position_embeddings",
+    ),
+    "vllm-dcp-kv-heads": (
+        [
+            f"{VCFG}.tensor_parallel_size=4",
+            "++policy.generation.vllm_kwargs.decode_context_parallel_size=2",
+        ],
+        {},
+        f"{VCFG}.tensor_parallel_size",
+        "needs vLLM TP above the model's 4 KV heads (TP 4)",
+    ),
+    "megatron-moe-offload-dense": (
+        OFFLOAD,
+        NO_EXPERTS,
+        f"{MCFG}.offload_modules",
+        "offload_modules ['expert_fc1'] are MoE-only, but the model has no experts",
+    ),
+    "dtensor-gemma3-context-parallel": (
+        DTENSOR,
+        {"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"]},
+        "policy.dtensor_cfg.context_parallel_size",
+        "context_parallel_size 2 on a Gemma3 model (model_type 'gemma3_text')",
+    ),
+    "vllm-quantized-load-format": (
+        [f"++{VCFG}.load_format=auto"],
+        {"architectures": ["GptOssForCausalLM"], "quantization_config": {"quant_method": "mxfp4"}},
+        f"{VCFG}.load_format",
+        "load_format 'auto' on a quantized GptOssForCausalLM checkpoint",
+    ),
+    "nccl-reshard-layer-split": (
+        [*RESHARD, f"{MCFG}.pipeline_model_parallel_size=5"],
+        {},
+        f"{MCFG}.pipeline_model_parallel_size",
+        "the model's 48 layers (num_hidden_layers) less the even stages leave 48 layers for 5",
+    ),
+}
+
+
+def test_every_model_rule_has_a_mutation():
+    assert {r.code for r in model_rules()} == set(MUTATIONS)
+
+
+@pytest.mark.parametrize("code", sorted(MUTATIONS))
+def test_mutation_is_refused_naming_key_value_and_source(code, coder, tmp_path):
+    overrides, changes, key, fragment = MUTATIONS[code]
+    result = _model(_copy(coder, tmp_path, **changes), overrides)
+    mine = [f for f in result.findings if f.code == code]
+    assert result.state == "ran" and mine, result
+    assert any(f.key == key and fragment in f.message for f in mine), [str(f) for f in mine]
+    rule = next(r for r in model_rules() if r.code == code)
+    assert all(f.severity is rule.severity for f in mine)
+    assert any(s.where in f.message and s.cites in f.message for f in mine for s in rule.sources)
+
+
+@pytest.mark.parametrize("code", sorted(MUTATIONS))
+def test_the_real_config_passes_where_the_mutation_needs_a_changed_one(code, coder, tmp_path):
+    """The same overrides on the real (MoE, 32-head, 262144-token, 48-layer) config."""
+    overrides, changes, _, _ = MUTATIONS[code]
+    if not changes:  # an override-only mutation: the recipe's own values instead
+        overrides = [o for o in overrides if "refit_transport" in o or "load_format" in o]
+    result = _model(coder.parent, overrides)
+    assert result.state == "ran" and result.findings == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "code", "fragment"),
+    [
+        ([f"{VCFG}.max_model_len=262144"], None, ""),
+        ([f"{VCFG}.tensor_parallel_size=8"], None, ""),
+        (
+            [
+                f"{VCFG}.tensor_parallel_size=8",
+                "++policy.generation.vllm_kwargs.decode_context_parallel_size=4",
+            ],
+            "vllm-dcp-kv-heads",
+            "decode_context_parallel_size 4 > TP 8 // 4 KV heads",
+        ),
+        ([*RESHARD, f"{MCFG}.pipeline_model_parallel_size=4"], None, ""),
+        (
+            [
+                *RESHARD,
+                f"{MCFG}.pipeline_model_parallel_size=4",
+                f"++{MCFG}.num_layers_in_first_pipeline_stage=11",
+                f"++{MCFG}.num_layers_in_last_pipeline_stage=11",
+            ],
+            None,
+            "",
+        ),
+        (
+            [
+                *RESHARD,
+                f"{MCFG}.pipeline_model_parallel_size=4",
+                f"++{MCFG}.num_layers_in_first_pipeline_stage=11",
+            ],
+            "nccl-reshard-layer-split",
+            "less the first 11, last None stages leave 37 layers for 3 pipeline stages",
+        ),
+        (
+            [
+                *RESHARD,
+                f"{MCFG}.pipeline_model_parallel_size=2",
+                f"++{MCFG}.num_layers_in_first_pipeline_stage=20",
+                f"++{MCFG}.num_layers_in_last_pipeline_stage=20",
+            ],
+            "nccl-reshard-layer-split",
+            "assign 40 of the model's 48 layers",
+        ),
+    ],
+)
+def test_boundaries_on_the_real_config(coder, overrides, code, fragment):
+    found = _model(coder.parent, overrides).findings
+    if code is None:
+        assert found == []
+    else:
+        assert [f.code for f in found] == [code] and fragment in found[0].message, found
+
+
+def test_yarn_scaling_raises_the_limit_as_vllm_does(coder, tmp_path):
+    """rope yarn factor 4 over original 32768: vLLM derives 131072 (_get_and_verify_max_len)."""
+    rope = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    folder = _copy(coder, tmp_path, max_position_embeddings=32768, rope_scaling=rope)
+    assert _model(folder, [f"{VCFG}.max_model_len=131072"]).findings == []
+    over = _model(folder, [f"{VCFG}.max_model_len=131073"]).findings
+    assert [f.code for f in over] == ["vllm-max-model-len"]
+    assert "maximum length 131072" in over[0].message
+
+
+def test_nested_text_config_is_read_as_vllm_reads_it(coder, tmp_path):
+    """Qwen3.5 (transformers' Qwen3_5MoeConfig): the language model's fields in text_config."""
+    raw = json.loads(coder.read_text())
+    text = {
+        k: raw.pop(k)
+        for k in (
+            "num_attention_heads",
+            "num_key_value_heads",
+            "num_hidden_layers",
+            "max_position_embeddings",
+            "num_experts",
+        )
+    }
+    nested = {
+        "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+        "model_type": "qwen3_5_moe",
+        "text_config": {
+            "model_type": "qwen3_5_moe_text",
+            **text,
+            "num_attention_heads": 16,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1e7},
+        },
+        "vision_config": {"depth": 27},
+    }
+    (tmp_path / "config.json").write_text(json.dumps(nested))
+    model = load_model_config(tmp_path / "config.json")
+    assert (model.model_type, model.text.num_attention_heads, model.experts) == (
+        "qwen3_5_moe",
+        16,
+        128,
+    )
+    assert model.max_len() == (262144, "max_position_embeddings")
+    found = _model(tmp_path, [f"{VCFG}.tensor_parallel_size=32"]).findings
+    assert [f.key for f in found] == [f"{VCFG}.tensor_parallel_size"]
+    assert "16 attention heads" in found[0].message
+
+
+def test_found_in_the_tokenizer_root_by_the_model_id(tokenizers_root):
+    recipe = load_recipe(
+        TARGET,
+        ["policy.model_name=Qwen/Qwen3-Coder-30B-A3B-Instruct", f"{VCFG}.tensor_parallel_size=3"],
+        strict=False,
+    )
+    result = check_model(recipe, tokenizers_root)
+    assert [f.code for f in result.findings] == ["vllm-heads-tp"]
+    assert str(tokenizers_root / CODER / "config.json") in result.findings[0].message
+
+
+def test_without_config_json_insisting_rules_are_not_run_exit_3(tokenizers_root):
+    """Qwen3.5's folder has no config.json: MoE-only offload modules cannot be checked."""
+    report = check_recipe_file(TARGET, OFFLOAD, tokenizers_root)
+    status = {c.name: c for c in report.checks}["model-config"]
+    assert status.status == "skipped" and report.exit_code == 3 and report.errors == []
+    assert "no config.json for 'Qwen/Qwen3.5-35B-A3B'" in status.reason
+    assert "megatron-moe-offload-dense" in status.reason and "not run" in status.reason
+
+
+def test_without_config_json_ordinary_rules_are_named_not_run_and_do_not_block(tokenizers_root):
+    """TP > 1 and a max_model_len hold in every published config: named, not exit 3."""
+    report = check_recipe_file(TARGET, [], tokenizers_root)
+    status = {c.name: c for c in report.checks}["model-config"]
+    assert status.status == "not-applicable" and report.exit_code == 0
+    assert "vllm-heads-tp" in status.reason and "vllm-max-model-len" in status.reason
+    assert "not run" in status.reason

@@ -26,7 +26,8 @@ class RunDocument(BaseModel):
 
     Written by :meth:`GateReport.document`, read back by ``rlgate report`` with the same
     model: ``{schema_version, recipe, run, hardware, source_kind, target_step, passed, checks,
-    skipped, warnings, files, rollouts}``; ``checks`` are the evaluated checks' Results,
+    skipped, warnings, files, rollouts[, block_on_drift]}``; ``checks`` are the evaluated
+    checks' Results,
     ``skipped`` the skipped ones' (each also with ``reason``, its message); ``hardware``
     the run's hardware as the history records it (``4n8g``; None when unknown, and in
     documents written before it). Strict: no string or boolean read as a number.
@@ -46,6 +47,8 @@ class RunDocument(BaseModel):
     warnings: tuple[StrictStr, ...] = ()
     files: tuple[StrictStr, ...] = ()
     rollouts: dict[str, Any] | None = None
+    #: the recipe's ``rlgate.block_on_drift`` (written only when true)
+    block_on_drift: StrictBool = False
 
     @field_validator("skipped", mode="before")
     @classmethod
@@ -64,4 +67,6 @@ class RunDocument(BaseModel):
         """The JSON form (``schema_version`` first, as ``core.io.write_json_atomic`` adds it)."""
         doc = self.model_dump(mode="json", exclude={"schema_version"})
         doc["skipped"] = [{**s, "reason": s["message"]} for s in doc["skipped"]]
+        if not doc["block_on_drift"]:
+            del doc["block_on_drift"]
         return doc

@@ -79,6 +79,19 @@ class GatePlan:
         """The planned checks of one tier, in plan order."""
         return [c for c in self.checks if c.tier is tier]
 
+    def junit_facts(self, run_dir: str, hardware: str | None) -> dict[str, object]:
+        """The recipe's facts each gate testcase records (``rlgate.recipe``, ...).
+
+        ``rlgate.block_on_drift`` only when the recipe sets it (triage and the report read
+        an absent one as false).
+        """
+        facts: dict[str, object] = {"recipe": self.recipe, "run_dir": run_dir}
+        if hardware is not None:
+            facts["hardware"] = hardware
+        if self.gate.block_on_drift:
+            facts["block_on_drift"] = True
+        return facts
+
 
 def plan_gate(gate: GateSpec, ctx: RunContext, *, require_gates: bool = True) -> GatePlan:
     """Every check the gate block declares: each registered kind's, in the kinds' order.
@@ -240,6 +253,7 @@ class GateReport:
             warnings=tuple(self.warnings),
             files=tuple(str(f) for f in run.files),
             rollouts=self.inputs.rollouts.summary() if self.inputs.rollouts else None,
+            block_on_drift=self.plan.gate.block_on_drift,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -291,15 +305,14 @@ def render_junit(report: GateReport) -> str:
     """JUnit XML: one testcase per check (skipped ones too), its Result as ``rlgate.*``.
 
     Classnames are ``rlgate.<tier>.<recipe>``; each testcase also records ``rlgate.recipe``
-    and ``rlgate.run_dir`` (and ``rlgate.hardware`` when known); each warning is a suite
+    and ``rlgate.run_dir`` (and ``rlgate.hardware`` when known, ``rlgate.block_on_drift``
+    when the recipe sets it: :meth:`GatePlan.junit_facts`); each warning is a suite
     property ``rlgate.warning``. Names,
     messages and values may come from untrusted input: :mod:`rlgate.core.junit` writes them
     XML-safe, control characters visible.
     """
     recipe, run_dir = report.plan.recipe, str(report.inputs.run.source)
-    facts = {"recipe": recipe, "run_dir": run_dir}
-    if report.hardware is not None:
-        facts["hardware"] = report.hardware
+    facts = report.plan.junit_facts(run_dir, report.hardware)
     cases = [
         JunitCase.of(r, classname=f"rlgate.{r.tier.value}.{recipe}", facts=facts)
         for r in (*report.results, *report.skipped)

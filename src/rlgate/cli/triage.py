@@ -52,7 +52,9 @@ _DOC = (
     "Exit codes: 0 nothing regressed (no failing check, or only pre-existing ones), 1 a "
     "regression or an unknown failure (never waved through), 2 usage/invalid input, 3 only "
     "infra or flaky failures left unresolved (rerun them). A failing check held by an active "
-    "quarantine (rlgate history quarantine) is labelled quarantined and does not block."
+    "quarantine (rlgate history quarantine) is labelled quarantined and does not block. A "
+    "passing check whose value changed inside its bound over the nightlies is labelled drift: "
+    "informational, unless its recipe sets rlgate.block_on_drift (then exit 1)."
 )
 
 
@@ -161,7 +163,9 @@ class Candidate:
     the convergence/perf tiers' ``rlgate.hardware``; None: not stated); ``inputs``:
     every file's judged Results and when the file says it was written (a JUnit suite's
     ``timestamp`` with a zone; None when unstated), what
-    :class:`~rlgate.history.triage.CandidateIdentity` recognises its recordings by.
+    :class:`~rlgate.history.triage.CandidateIdentity` recognises its recordings by;
+    ``block_drift``: whether each check's recipe sets ``rlgate.block_on_drift`` (aligned
+    with ``checks``; the JUnit property or the run JSON's key, absent: false).
     A JUnit testcase whose element and recorded verdict disagree counts as its shown
     failure (:attr:`rlgate.report.inputs.Case.judged`): a contradiction never waves a
     failure through.
@@ -170,6 +174,12 @@ class Candidate:
     checks: list[tuple[str | None, Result]]
     inputs: list[tuple[list[Result], datetime | None]]
     hardware: list[str | None] = field(default_factory=list)
+    block_drift: list[bool] = field(default_factory=list)
+
+    def blocks_drift(self, recipe: str | None) -> bool:
+        """Whether ``recipe`` asks a drift to block (any of its checks' files says so)."""
+        flags = self.block_drift or [False] * len(self.checks)
+        return any(b for (r, _), b in zip(self.checks, flags, strict=True) if r == recipe)
 
     def groups(self, hardware: str | None) -> dict[tuple[str | None, str | None], list[Result]]:
         """The checks per (recipe, hardware): ``hardware`` (``--hardware``), else each one's own."""
@@ -208,6 +218,7 @@ def read_candidate(paths: Sequence[str | os.PathLike[str]]) -> Candidate:
 
     out: list[tuple[str | None, Result]] = []
     hardware: list[str | None] = []
+    block: list[bool] = []
     inputs: list[tuple[list[Result], datetime | None]] = []
     for raw in paths:
         path = Path(raw)
@@ -220,6 +231,7 @@ def read_candidate(paths: Sequence[str | os.PathLike[str]]) -> Candidate:
                         judged = judged.model_copy(update={"informational": ""})
                     out.append((case.fact("rlgate.recipe"), judged))
                     hardware.append(case.fact("rlgate.hardware"))
+                    block.append(case.flag("rlgate.block_on_drift"))
             for suite in evidence.suites:
                 inputs.append(([c.judged for c in suite.cases], _suite_time(suite.timestamp)))
             continue
@@ -229,11 +241,13 @@ def read_candidate(paths: Sequence[str | os.PathLike[str]]) -> Candidate:
             run = load_run_doc(path)
             out += [(run.recipe, r) for r in run.checks]
             hardware += [run.hardware] * len(run.checks)
+            block += [run.block_on_drift] * len(run.checks)
             inputs.append(([*run.checks, *run.skipped], None))
         elif isinstance(doc, dict) and "criteria" in doc:
             criteria = load_swe_doc(path).criteria
             out += [(None, r) for r in criteria]
             hardware += [None] * len(criteria)
+            block += [False] * len(criteria)
             inputs.append((list(criteria), None))
         else:
             raise RlgateError(
@@ -245,7 +259,7 @@ def read_candidate(paths: Sequence[str | os.PathLike[str]]) -> Candidate:
             "the candidate holds no gate check (only informational or unrecorded testcases)",
             hint="pass the JUnit or JSON the gate tiers wrote",
         )
-    return Candidate(out, inputs, hardware)
+    return Candidate(out, inputs, hardware, block)
 
 
 def load_candidate(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str | None, Result]]:
@@ -257,11 +271,15 @@ def load_candidate(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str | 
 
 
 def exit_code(labels: Sequence[TriageLabel]) -> ExitCode:
-    """1 a regression or unknown; else 3 an infra or flaky failure; else 0 (docs/history.md)."""
+    """1 a label that blocks, else 3 an infra or flaky failure, else 0 (docs/history.md).
+
+    A label blocks (:attr:`TriageLabel.blocks`): a regression, an unknown, a drift whose
+    recipe sets ``rlgate.block_on_drift``.
+    """
     from rlgate.history.triage import Label
 
     found = {lb.label for lb in labels}
-    if found & {Label.REGRESSION, Label.UNKNOWN}:
+    if any(lb.blocks for lb in labels):
         return ExitCode.FAIL
     if found & {Label.FLAKY, Label.INFRA}:
         return ExitCode.INFRA
@@ -347,6 +365,43 @@ def _triage_recipe(
         fetch *= 2
 
 
+def _drifts(
+    candidate: Candidate,
+    groups: dict[tuple[str | None, str | None], list[Result]],
+    read: dict[tuple[str | None, str | None], list[RecordedRun]],
+    args: argparse.Namespace,
+    own: CandidateIdentity,
+) -> tuple[list[TriageLabel], list[str]]:
+    """The ``drift`` labels of the candidate's passing gate checks, and notes.
+
+    Each (recipe, hardware) group against the main nightlies read for its triage; its
+    recipe's ``rlgate.block_on_drift`` decides whether a drift blocks. Not looked for
+    against a baseline commit (one commit's nightlies are no series over time), in checks
+    that name no recipe (no series of their own), nor without otava (one note).
+    """
+    from rlgate.history.changes import drift_labels
+
+    if args.baseline_commit is not None:
+        return [], ["drift not looked for: a baseline commit's nightlies are no series over time"]
+    out: list[TriageLabel] = []
+    notes = []
+    if any(recipe is None for recipe, _ in groups):
+        notes.append("drift not looked for in the checks that name no recipe (rlgate.recipe)")
+    try:
+        for (recipe, hardware), results in groups.items():
+            if recipe is None:
+                continue
+            out += drift_labels(
+                results, read[(recipe, hardware)], recipe=recipe, hardware=hardware,
+                main_branch=args.main_branch, last=args.last,
+                block=candidate.blocks_drift(recipe), own=own,
+            )  # fmt: skip
+    except ImportError as exc:
+        name = getattr(exc, "name", None) or "otava"
+        return [], [*notes, f"drift not looked for: {name} is not installed (ci/install.sh)"]
+    return out, notes
+
+
 def _notes(
     args: argparse.Namespace,
     labels: Sequence[TriageLabel],
@@ -393,25 +448,32 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     groups = candidate.groups(args.hardware)
     labels: list[TriageLabel] = []
     read: list[RecordedRun] = []
+    by_group: dict[tuple[str | None, str | None], list[RecordedRun]] = {}
     commit = args.baseline_commit
     with open_db(args.db, create=False) as store:
         for (recipe, hardware), results in groups.items():
             found, history = _triage_recipe(store, results, recipe, args, own, hardware)
             labels += found
             read += history
+            by_group[(recipe, hardware)] = history
         from rlgate.cli.quarantine import quarantine_triage
 
         labels, quarantine_notes, quarantine_doc = quarantine_triage(store, labels, groups)
+    # after quarantine: a quarantine holds a check's failure, it never hides a drift
+    drifts, drift_notes = _drifts(candidate, groups, by_group, args, own)
+    failing = len(labels)
+    labels += drifts
     nightlies = {nightly for lb in labels for nightly in lb.window}
     ref = reference_name(args.main_branch, commit)
+    drifting = f" and {len(drifts)} drifting" if drifts else ""
     title = (
-        f"rlgate triage: {len(labels)} failing gate check(s) of the candidate against "
+        f"rlgate triage: {failing} failing{drifting} gate check(s) of the candidate against "
         f"{len(nightlies)} {ref} nightlies (last {args.last})"
     )
     header = ("check", "candidate", f"{ref} last {args.last}", "label", "evidence")
     print(render_table(labels, title, header), end="")
     stated = sorted({hw for _, hw in groups if hw is not None})
-    for note in [*_notes(args, labels, read, stated), *quarantine_notes]:
+    for note in [*_notes(args, labels, read, stated), *quarantine_notes, *drift_notes]:
         print(f"note: {note}")
     code = exit_code(labels)
     if args.json_out:  # outputs never over a candidate or the database (cli.outputs, open_db)
@@ -426,6 +488,8 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             "nightlies": len(nightlies),
             "exit_code": int(code),
             "labels": [lb.to_json() for lb in labels],
+            "drifting": len(drifts),
+            "drift_blocks": any(lb.blocks for lb in drifts),
             **quarantine_doc,
         }
         write_json_atomic(args.json_out, doc)

@@ -29,6 +29,7 @@ from rlgate.core.results import Outcome, Result
 from rlgate.history.model import RecordedRun, RunContext
 from rlgate.history.triage import (
     DEFAULT_LAST,
+    CandidateIdentity,
     Label,
     Mark,
     SeriesKey,
@@ -280,6 +281,7 @@ def drift_labels(
     main_branch: str = "main",
     last: int = DEFAULT_LAST,
     block: bool = False,
+    own: CandidateIdentity | None = None,
 ) -> list[TriageLabel]:
     """Label ``drift`` each passing gate check of ``candidate`` whose value changed in bound.
 
@@ -288,10 +290,16 @@ def drift_labels(
     (:func:`detect`) is a drift when every nightly from it on passed the check, the candidate
     too: the value moved and the bound did not see it. ``block``: the recipe's
     ``rlgate.block_on_drift`` (the label then blocks, :attr:`TriageLabel.blocks`).
+    ``own``: the candidate's own recordings, never its history (``triage.window``).
+
+    Raises:
+        ImportError: otava is not installed (``ci/install.sh``).
     """
     if hardware is None and context is not None:
         hardware = context.hardware
-    groups = window(history, main_branch=main_branch, last=last, recipe=recipe, before=context)
+    groups = window(
+        history, main_branch=main_branch, last=last, recipe=recipe, before=context, own=own
+    )
     marks = marks_by_series(groups)
     commits = {r.context.run_id: dict(r.context.commits) for _, runs in groups for r in runs}
     ids = tuple(n for n, _ in groups)

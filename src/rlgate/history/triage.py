@@ -788,7 +788,7 @@ def label_rows(labels: Sequence[TriageLabel]) -> tuple[tuple[str, ...], ...]:
             + (_series_text(lb) if count[(lb.recipe, lb.tier, lb.check)] > 1 else ""),
             lb.candidate_text(),
             lb.main_text(),
-            lb.label.value,
+            lb.label.value + (" (blocks)" if lb.label is Label.DRIFT and lb.blocks else ""),
             lb.reason,
         )
         for lb in ordered

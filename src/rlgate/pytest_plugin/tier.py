@@ -190,9 +190,9 @@ def check_result(
 ) -> Result:
     """Evaluate one planned check; ERROR fails here (setup), so JUnit shows ``<error>``."""
     result = evaluate_check(gate_plan, planned, gate_inputs)
-    facts = {"recipe": gate_plan.recipe, "run_dir": str(Path(gate_inputs.run.source))}
-    if (shape := gate_plan.context.cluster.shape) is not None:
-        facts["hardware"] = shape  # as check-run's JUnit states it, for rlgate triage
+    # as check-run's JUnit states them (hardware, block_on_drift), for rlgate triage
+    shape = gate_plan.context.cluster.shape
+    facts = gate_plan.junit_facts(str(Path(gate_inputs.run.source)), shape)
     gate_record(result, **facts)
     request.config.stash.setdefault(_EVALUATED, {})[result.name] = result
     if result.outcome is Outcome.ERROR:

@@ -41,7 +41,7 @@ from rlgate.core.io import (
 from rlgate.core.results import Outcome, Tier
 from rlgate.history.model import CommitRef, RecordedRun, RunContext
 from rlgate.history.quarantine import QuarantineState
-from rlgate.history.triage import DEFAULT_LAST
+from rlgate.history.triage import DEFAULT_LAST, Label
 from rlgate.report.inputs import (
     Case,
     load_junit,
@@ -219,8 +219,22 @@ def build_report(
         evidence.cases, swe_doc[1] if swe_doc else None, str(swe), evidence.suites
     )
     facts = load_recipe_facts(recipe) if recipe is not None else None
+    triage, trends = None, []
+    if history is not None:  # before the verdict: a drift the recipe blocks on is a blocker
+        from rlgate.report.triage_section import build_triage_section
+
+        triage, trends = build_triage_section(
+            evidence.cases, history, main_branch=main_branch, last=last, context=candidate,
+            demo=demo, draw_plots=draw_plots, commit=baseline_commit, quarantines=quarantines,
+        )  # fmt: skip
+    drifts = [lb for lb in triage.labels if lb.label is Label.DRIFT] if triage else []
     verdict, blockers = decide(
-        tiers, swe_ev, run_docs, planned=facts.planned if facts else (), quarantines=quarantines
+        tiers,
+        swe_ev,
+        run_docs,
+        planned=facts.planned if facts else (),
+        quarantines=quarantines,
+        drifts=drifts,
     )
     notes = list(notes)
     if facts and run_docs and run_docs[0][1].recipe != facts.name:
@@ -234,15 +248,7 @@ def build_report(
         figures, omitted = _figures(
             run, baseline, band_runs, facts, run_docs, swe_doc, swe_ev, demo, notes
         )
-    triage = None
-    if history is not None:
-        from rlgate.report.triage_section import build_triage_section
-
-        triage, trends = build_triage_section(
-            evidence.cases, history, main_branch=main_branch, last=last, context=candidate,
-            demo=demo, draw_plots=draw_plots, commit=baseline_commit, quarantines=quarantines,
-        )  # fmt: skip
-        figures = [*figures, *trends]
+    figures = [*figures, *trends]
     story, story_md = _story(
         evidence, tiers, blockers, facts, run_docs, time, swe_doc, swe_ev, demo
     )

@@ -228,6 +228,23 @@ class Case:
         raw = self.junit.prop(key)
         return unescape_controls(raw) if raw is not None else None
 
+    def flag(self, key: str) -> bool:
+        """A boolean ``rlgate.*`` fact (``rlgate.block_on_drift``): absent is false.
+
+        Raises:
+            RlgateError: the value is neither ``true`` nor ``false`` (exit 2).
+        """
+        raw = self.fact(key)
+        if raw is None or raw == "false":
+            return False
+        if raw == "true":
+            return True
+        raise RlgateError(
+            f"{self.source}: testcase {self.name!r}: property {key} is {raw[:80]!r}, "
+            "not true or false",
+            hint="rlgate writes it from the recipe's rlgate: block (check-run, the gate tiers)",
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class JunitEvidence:

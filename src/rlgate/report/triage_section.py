@@ -143,6 +143,52 @@ def candidate_labels(
     return out
 
 
+def candidate_drifts(
+    cases: Sequence[Case],
+    history: Sequence[RecordedRun],
+    *,
+    main_branch: str = "main",
+    last: int = DEFAULT_LAST,
+    context: RunContext | None = None,
+) -> tuple[list[TriageLabel], list[str]]:
+    """The ``drift`` labels of the report's passing gate checks, and notes.
+
+    Per (recipe, hardware) the testcases record (``rlgate.recipe``, ``rlgate.hardware``),
+    against the main nightlies (:func:`rlgate.history.changes.drift_labels`); a drift
+    blocks when a testcase of its recipe records ``rlgate.block_on_drift`` true (a value
+    other than true/false: exit 2, :meth:`Case.flag`). A testcase naming no recipe has no
+    series of its own: not looked for (a note). Without otava: none, and a note.
+    """
+    groups: dict[tuple[str, str | None], list[Result]] = defaultdict(list)
+    block: dict[str, bool] = defaultdict(bool)
+    unnamed = False
+    for case in cases:
+        if not case.gating:
+            continue
+        recipe = case.fact("rlgate.recipe")
+        flag = case.flag("rlgate.block_on_drift")
+        if recipe is None:
+            unnamed = True
+            continue
+        groups[(recipe, case.fact("rlgate.hardware"))].append(case.judged)
+        block[recipe] |= flag
+    notes = ["drift not looked for in the checks that name no recipe"] if unnamed else []
+    try:
+        from rlgate.history.changes import drift_labels
+
+        own = CandidateIdentity.of([([c.judged for c in cases], None)])
+        out = []
+        for (recipe, hardware), results in groups.items():
+            out += drift_labels(
+                results, history, recipe=recipe, hardware=hardware, context=context,
+                main_branch=main_branch, last=last, block=block[recipe], own=own,
+            )  # fmt: skip
+    except ImportError as exc:
+        name = getattr(exc, "name", None) or "otava"
+        return [], [*notes, f"drift not looked for: {name} is not installed (ci/install.sh)"]
+    return out, notes
+
+
 def latest_nightly_labels(
     history: Sequence[RecordedRun], main_branch: str = "main", last: int = DEFAULT_LAST
 ) -> tuple[str | None, list[TriageLabel]]:
@@ -345,7 +391,11 @@ def build_triage_section(
     if quarantines:  # the check's label becomes quarantined (reason, owner, expiry)
         labels = quarantine_labels(labels, quarantines)
         latest = quarantine_labels(latest, quarantines)
-    notes = []
+    # after quarantine: a quarantine holds a check's failure, it never hides a drift
+    drifts, notes = candidate_drifts(
+        cases, history, main_branch=main_branch, last=last, context=context
+    )
+    labels = [*labels, *drifts]
     if commit is not None:
         base = window(history, last=last, before=context, commit=commit)
         if not base:
@@ -373,7 +423,10 @@ def build_triage_section(
         "now; the first failing nightly named), pre-existing (fails on main throughout), "
         "flaky (flips between nightlies of the same code, or passed on a rerun), infra (an "
         "error with an infrastructure cause), unknown (no main nightly ran it). A regression "
-        "or unknown is never waved through (docs/recommendation-rule.md)."
+        "or unknown is never waved through (docs/recommendation-rule.md). A passing check "
+        "whose value changed inside its bound over those nightlies is labelled drift (its "
+        "change point named): informational, unless its recipe sets rlgate.block_on_drift "
+        "(then a blocker: NO-GO)."
     )
     if commit is not None:
         intro += (
@@ -388,7 +441,10 @@ def build_triage_section(
 
     tables = [
         SectionTable(
-            "This report's failing gate checks" + _recipes(labels),
+            "This report's failing"
+            + (" and drifting" if drifts else "")
+            + " gate checks"
+            + _recipes(labels),
             header(labels, reference_name(main_branch, commit)),
             label_rows(labels),
             "No gate check of this report fails or errors: nothing to triage.",

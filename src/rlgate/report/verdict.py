@@ -26,6 +26,11 @@ text (:func:`verdict_text`) says ``GO with N quarantined checks``, never a plain
 contradiction is never waived. A quarantined check that passed is listed as a candidate
 for removal.
 
+A passing gate check whose value drifted inside its bound (triage label ``drift``,
+``report --db``) is a NO-GO blocker naming the check and its change point only when its
+recipe sets ``rlgate.block_on_drift``; otherwise it is shown in the triage table and
+changes nothing here.
+
 Informational testcases (the per-instance SWE suite, benchmarks) are shown, never gate. The
 SWE verdict is never taken on trust: :func:`swe_evidence` recomputes it from the numbers the
 evidence carries (Δ, its CI, p, α, margin, criteria, infra error rates) with the gate's own
@@ -52,6 +57,7 @@ from rlgate.swe.records import VERIFIED_IDS_SHA256, InstanceSet, classify_instan
 
 if TYPE_CHECKING:
     from rlgate.history.quarantine import QuarantineState
+    from rlgate.history.triage import TriageLabel
 
 __all__ = [
     "COUNTED",
@@ -96,6 +102,8 @@ class BlockerKind(Enum):
     QUARANTINED = "quarantined"
     #: a quarantined check that passed: a candidate for removal (forces GO)
     QUARANTINE_PASSED = "quarantined, passed"
+    #: a passing check's value drifted in bound and its recipe blocks on drift (NO-GO)
+    DRIFT = "drift"
 
 
 @dataclass(frozen=True, slots=True)
@@ -804,6 +812,22 @@ def _quarantined(
     return out + list(passed.values())
 
 
+def _drift_blockers(drifts: Sequence[TriageLabel]) -> list[Blocker]:
+    """A NO-GO blocker per drift label that blocks (its recipe's ``block_on_drift``)."""
+    return [
+        Blocker(
+            BlockerKind.DRIFT,
+            lb.tier,
+            f"{lb.tier.value}: {lb.check} drifted",
+            f"{lb.reason} (recipe {lb.recipe} sets rlgate.block_on_drift)",
+            "triage",
+            Verdict.NO_GO,
+        )
+        for lb in drifts
+        if lb.blocks
+    ]
+
+
 def quarantined_count(blockers: Sequence[Blocker]) -> tuple[int, int]:
     """The failures quarantine waived, and the quarantined checks that passed."""
     waived = sum(b.kind is BlockerKind.QUARANTINED for b in blockers)
@@ -834,18 +858,21 @@ def decide(
     *,
     planned: Sequence[tuple[Tier, str]] = (),
     quarantines: Sequence[QuarantineState] = (),
+    drifts: Sequence[TriageLabel] = (),
 ) -> tuple[Verdict, tuple[Blocker, ...]]:
     """Apply the verdict rule (module docstring); every blocker is returned, NO-GO first.
 
     ``planned``: the convergence/perf checks the recipe plans (``--recipe``); each must
     show in the JUnit. ``quarantines``: the active quarantine entries (others are ignored);
-    the entries they produce force GO and come last.
+    the entries they produce force GO and come last. ``drifts``: the report's ``drift``
+    labels (triage section); each that blocks is a NO-GO blocker, the others add nothing.
     """
     cases = [c for t in tiers for c in t.cases]
     blockers = _case_blockers(cases) + _tier_blockers(tiers) + _run_blockers(runs, cases)
     blockers += _planned_blockers(planned, cases) + _swe_blockers(swe)
     if quarantines:
         blockers = _quarantined(blockers, tiers, [q for q in quarantines if q.active])
+    blockers += _drift_blockers(drifts)
     blockers.sort(key=lambda b: _ORDER.index(b.forces), reverse=True)
     if any(b.forces is Verdict.NO_GO for b in blockers):
         return Verdict.NO_GO, tuple(blockers)

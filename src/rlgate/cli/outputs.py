@@ -130,6 +130,13 @@ COMMANDS: dict[str, dict[str, Role]] = {
     "history show": {"recipe": Role.NAME, **_DB},
     "history export": {"out": F, "recipe": Role.NAME, **_DB},
     "history flaky": {"json_out": F, **_DB},
+    "history changes": {
+        "recipe": Role.NAME,
+        "check": Role.NAME,
+        "branch": Role.NAME,
+        "json_out": F,
+        **_DB,
+    },
     "history prune": {"before": Role.NAME, **_DB},
     "history promote": _DB,
     "history demote": _DB,

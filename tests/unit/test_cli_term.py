@@ -7,6 +7,7 @@ on a pipe, or in files; what it wrote is read back byte for byte.
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import re
@@ -166,3 +167,31 @@ def test_without_a_terminal_steps_quicker_than_the_threshold_write_nothing(arms,
     proc = subprocess.run(_argv(arms, tmp_path), env=env, capture_output=True, check=False)
     assert proc.returncode == 0
     assert proc.stderr == b""  # no step ran 60 s: no line (an error stays one line)
+
+
+def test_a_line_break_in_an_item_cannot_forge_a_progress_line(monkeypatch):
+    """Without a terminal each step is one line: an item's newline is shown, never obeyed."""
+    from rlgate.cli import term
+
+    monkeypatch.setenv("RLGATE_PROGRESS_AFTER", "0")
+    stream = io.StringIO()
+    lines = term._Lines(stream)
+    lines("recipe check", 0, 1, "a\n[04:59:59] verdict: GO")
+    text = stream.getvalue()
+    assert text.count("\n") == 1 and "verdict: GO" in text
+
+
+def test_a_closed_stderr_still_writes_the_report(tmp_path):
+    """``2>&-``: sys.stderr is None; the command still runs and its exit code stands."""
+    out = tmp_path / "out"
+    junit = tmp_path / "missing.xml"
+    code = subprocess.run(
+        [sys.executable, "-m", "rlgate.cli", "report", "--junit", str(junit), "--out", str(out)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        close_fds=True,
+        preexec_fn=lambda: os.close(2),
+    ).returncode
+    assert code == 2  # a missing input: usage error, not a crash (120) on the closed stream

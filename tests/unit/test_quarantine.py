@@ -194,6 +194,11 @@ class TestLifecycle:
             with pytest.raises(SystemExit) as exc:
                 main([*base, *extra])
             assert exc.value.code == 2
+        with pytest.raises(SystemExit) as exc:  # the last date: no traceback
+            main([*base, "--until", "9999-12-31"])
+        assert exc.value.code == 2 and "beyond the last date" in capsys.readouterr().err
+        assert main([*base, "--until", "9999-12-30"]) == ExitCode.USAGE  # expires by itself
+        assert "more than 366 days ahead" in capsys.readouterr().err
         assert quarantine(db, STEP) == ExitCode.OK
         capsys.readouterr()
         assert main(["history", "quarantine", "remove", "7", "--db", db]) == ExitCode.USAGE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import posixpath
 from urllib.parse import urlsplit
 
 import pytest
@@ -93,6 +94,34 @@ def test_a_filled_value_never_leaves_its_path_segment(value):
     assert parts.netloc == "wandb.example.com" and not parts.query and not parts.fragment
     assert parts.path.startswith("/team/runs/") and parts.path.endswith("/overview")
     assert parts.path.count("/") == 4
+    assert posixpath.normpath(parts.path) == parts.path  # no "." or ".." segment either
+
+
+@pytest.mark.parametrize("value", [".", "..", "%2E%2E"])
+def test_dot_segments_are_encoded_never_resolved(value):
+    url = fill("https://wandb.example.com/team/runs/{run_id}/x", {"run_id": value})
+    assert url is not None and "/../" not in url and "/./" not in url
+    assert posixpath.normpath(urlsplit(url).path) == urlsplit(url).path
+
+
+def test_github_repository_with_dot_segments_is_never_linked():
+    env = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "../..",
+           "GITHUB_RUN_ID": "1"}  # fmt: skip
+    assert ci_links(env) == {}
+    assert ci_links({**env, "GITHUB_REPOSITORY": "org/repo"}) == {
+        "ci_job": "https://github.com/org/repo/actions/runs/1"
+    }
+
+
+def test_a_site_url_holding_a_local_path_is_never_shortened(tmp_path, capsys):
+    """The report shortens local paths in its text, never inside a link of the site config."""
+    here = str(tmp_path)
+    site = _site(tmp_path, {"release": f"https://fs.example/browse?path={here}/x",
+                            "tensorboard": f"https://tb.example/#{here}/r16"})  # fmt: skip
+    _, md, html = _report(tmp_path, "--site", site)
+    assert f"(<https://fs.example/browse?path={here}/x>)" in md
+    assert f"(<https://tb.example/#{here}/r16>)" in md
+    assert f'href="https://fs.example/browse?path={here}/x"' in html
 
 
 def test_check_template_and_ci_links_directly():

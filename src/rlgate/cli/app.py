@@ -123,13 +123,18 @@ class _Printable(io.TextIOBase):
 def _printable_streams() -> Iterator[None]:
     """Everything the CLI prints goes through ``printable``: no input can drive the terminal."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Printable(saved[0]), _Printable(saved[1])  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        sys.stdout, sys.stderr = saved
+    with contextlib.ExitStack() as closed:  # a closed stream (``2>&-``) is None: discard it
+        out, err = (
+            s if s is not None else closed.enter_context(open(os.devnull, "w"))  # noqa: SIM115
+            for s in saved
+        )
+        sys.stdout, sys.stderr = _Printable(out), _Printable(err)  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sys.stdout, sys.stderr = saved
 
 
 # --- rlgate versions ---------------------------------------------------------

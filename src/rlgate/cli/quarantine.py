@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["active_now", "add_quarantine", "quarantine_triage", "until_time"]
 
+MAX_DAYS = 366  # the furthest --until (a quarantine expires by itself)
 MAX_RUNS = 10_000  # rlgate.history.quarantine.MAX_RUNS (building the parser imports nothing)
 
 _DB_HELP = (
@@ -44,7 +45,10 @@ def until_time(text: str) -> datetime:
     """``--until``'s type: an ISO time, or a date (through that day: 00:00 UTC the day after)."""
     when = utc_time(text)
     if len(text.strip()) == 10:  # YYYY-MM-DD
-        when += timedelta(days=1)
+        try:
+            when += timedelta(days=1)
+        except OverflowError:
+            raise argparse.ArgumentTypeError(f"{text!r} is beyond the last date") from None
     return when
 
 
@@ -107,6 +111,11 @@ def _cmd_add(args: argparse.Namespace) -> int:
         raise RlgateError(
             "history quarantine add needs an expiry: --until DATE or --runs N",
             hint="a quarantine always expires by itself (docs/history.md, Quarantine)",
+        )
+    if args.until is not None and args.until - _now() > timedelta(days=MAX_DAYS):
+        raise RlgateError(
+            f"history quarantine add: --until is more than {MAX_DAYS} days ahead",
+            hint="a quarantine expires by itself: renew it when it expires, with its reason",
         )
     entry = Quarantine(
         id=0, recipe=args.recipe, check=args.check, hardware=args.hardware, reason=args.reason,

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from rlgate.core.progress import Progress, no_progress
-from rlgate.core.text import printable
+from rlgate.core.text import one_line, printable
 
 __all__ = ["colour", "colour_wanted", "current", "is_tty", "session", "shown", "write"]
 
@@ -147,7 +147,7 @@ class _Lines(Progress):
         if not item:
             return
         of = f"{done + 1} of {total}" if total is not None and done < total else f"{done}"
-        line = printable(f"[{time.strftime('%H:%M:%S')}] {label}: {of}: {item}") + "\n"
+        line = one_line(f"[{time.strftime('%H:%M:%S')}] {label}: {of}: {item}") + "\n"
         if self._after == 0:
             self._write(line)
         else:

@@ -86,8 +86,14 @@ def fill(template: str, values: Mapping[str, str | None]) -> str | None:
     names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
     if any(not values.get(name) for name in names):
         return None
-    url = template.format_map({n: quote(str(values[n]), safe="") for n in names})
+    url = template.format_map({n: _segment(str(values[n])) for n in names})
     return https_url(url)
+
+
+def _segment(value: str) -> str:
+    """``value`` percent-encoded as one path segment: ``.`` and ``..`` too (RFC 3986 5.2.4)."""
+    encoded = quote(value, safe="")
+    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
 
 
 def ci_links(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -98,7 +104,9 @@ def ci_links(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         url = https_url(env["CI_JOB_URL"])
     elif all(env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")):
         repo, run = env["GITHUB_REPOSITORY"], env["GITHUB_RUN_ID"]
-        if re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo) and run.isdigit():
+        parts = repo.split("/")
+        named = re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo)
+        if named and not {".", ".."} & set(parts) and run.isdigit():
             url = https_url(f"{env['GITHUB_SERVER_URL'].rstrip('/')}/{repo}/actions/runs/{run}")
     return {"ci_job": url} if url else {}
 

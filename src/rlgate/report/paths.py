@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rlgate.report.document import Code, Document, Escaped, Figure, Own, Paragraph
+from rlgate.report.document import Code, Document, Escaped, Figure, Link, Own, Paragraph
 
 __all__ = ["PathRoots", "path_roots", "shorten", "shorten_document", "shorten_json"]
 
@@ -82,6 +82,8 @@ def _walk(value: T, roots: PathRoots) -> T:
         return tuple(_walk(v, roots) for v in value)  # type: ignore[return-value]
     if isinstance(value, Escaped):  # escaped by its producer: a rewrite could break it
         return value
+    if isinstance(value, Link):  # its URL is rlgate's own configuration, never rewritten
+        return dataclasses.replace(value, text=_walk(value.text, roots))  # type: ignore[return-value]
     if isinstance(value, Figure):  # its data URI and key are no paths
         return dataclasses.replace(
             value, title=shorten(value.title, roots), caption=shorten(value.caption, roots)

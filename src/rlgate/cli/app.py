@@ -125,8 +125,7 @@ def _printable_streams() -> Iterator[None]:
     saved = sys.stdout, sys.stderr
     with contextlib.ExitStack() as closed:  # a closed stream (``2>&-``) is None: discard it
         out, err = (
-            s if s is not None else closed.enter_context(open(os.devnull, "w"))
-            for s in saved
+            s if s is not None else closed.enter_context(open(os.devnull, "w")) for s in saved
         )
         sys.stdout, sys.stderr = _Printable(out), _Printable(err)  # type: ignore[assignment]
         try:

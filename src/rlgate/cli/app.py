@@ -207,6 +207,16 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
         help="write {schema_version: 2, exit_code, summary, reports: [one per config]} here",
     )
     c.add_argument("-q", "--quiet", action="store_true", help="print errors and warnings only")
+    c.add_argument(
+        "--cache-dir",
+        help="where the results of the vLLM/Gym/tokenizer checks are cached, keyed by "
+        "everything that decides them (default: $XDG_CACHE_HOME/rlgate, else ~/.cache/rlgate)",
+    )
+    c.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the cache (every check runs, vLLM is imported)",
+    )
     c.set_defaults(func=_cmd_recipe_check)
     from rlgate.cli.suite import add_import_suite
 
@@ -255,6 +265,7 @@ def _print_report(report: CompatReport, quiet: bool) -> None:
 def _cmd_recipe_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from rlgate.checks.cache import RecipeCheckCache, default_cache_dir
     from rlgate.checks.recipe import check_recipe_file
     from rlgate.core.errors import RecipeError
     from rlgate.core.io import write_json_atomic
@@ -266,13 +277,16 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
             hint="rlgate recipe check CONFIG.yaml [CONFIG.yaml ...] [key=value ...]",
         )
     many = len(configs) > 1
+    cache = None if args.no_cache else RecipeCheckCache(args.cache_dir or default_cache_dir())
     docs: list[dict[str, object]] = []
     statuses: list[str] = []
     for config in configs:
         if many:
             print(f"== {config}")
         try:
-            report = check_recipe_file(config, overrides, args.tokenizers, skip_unavailable=True)
+            report = check_recipe_file(
+                config, overrides, args.tokenizers, skip_unavailable=True, cache=cache
+            )
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # one config's failure must not hide the others' results

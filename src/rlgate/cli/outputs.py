@@ -51,7 +51,12 @@ _DB = {"db": Role.DB}
 COMMANDS: dict[str, dict[str, Role]] = {
     "versions": {},
     "run": {"pytest_args": Role.PYTEST},
-    "recipe check": {"args": Role.CONFIGS, "tokenizers": Role.ROOT, "json_out": F},
+    "recipe check": {
+        "args": Role.CONFIGS,
+        "tokenizers": Role.ROOT,
+        "json_out": F,
+        "cache_dir": D,
+    },
     "recipe import-suite": {"script": P, "out": F},
     "check-run": {
         "run": P,
@@ -140,7 +145,8 @@ NOT_PATHS = frozenset(
         "exclude", "flaky_rate", "follow", "force", "format", "hardware", "help", "instance_ids",
         "interval", "keep_last", "label", "last", "list", "main_branch", "margin_pp",
         "max_infra_error_rate", "max_steps", "max_workers", "minutes", "minutes_per_instance",
-        "modal", "model", "n", "nightly_id", "no_check", "no_plots", "no_retry", "noise_fraction",
+        "modal", "model", "n", "nightly_id", "no_cache", "no_check", "no_plots", "no_retry",
+        "noise_fraction",
         "override", "overrides", "parser_lengths", "power", "quiet", "ray_address", "repeats",
         "resamples", "run_id", "run_ids", "seed", "seeds", "server_gpus", "server_url", "split",
         "stall_factor", "stall_minutes", "steps", "steps_per_run", "table", "tier", "timeout",

@@ -31,11 +31,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 PUBLISHED = (
     "examples/configs/grpo*.yaml",
@@ -75,6 +80,19 @@ def run(
     return elapsed, proc.returncode
 
 
+def _children_cpu() -> float:
+    """User + system CPU seconds of every finished subprocess so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _with_cpu(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """``fn(*args)`` and the CPU seconds of the subprocesses it ran."""
+    before = _children_cpu()
+    result = fn(*args)
+    return result, _children_cpu() - before
+
+
 def import_vllm_seconds() -> float:
     """Wall seconds of ``python -c 'import vllm'`` (the baseline the warm run is held to)."""
     start = time.perf_counter()
@@ -93,15 +111,18 @@ def bench_cache(config: Path, tokenizers: str | None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cache = ["--cache-dir", str(Path(tmp) / "cache")]
         outs = {name: Path(tmp) / f"{name}.json" for name in ("cold", "warm", "no-cache")}
-        cold, code = run([config], tokenizers, outs["cold"], *cache)
-        warm, _ = run([config], tokenizers, outs["warm"], *cache)
-        uncached, _ = run([config], tokenizers, outs["no-cache"], "--no-cache")
-        vllm = import_vllm_seconds()
+        (cold, code), cpu_cold = _with_cpu(run, [config], tokenizers, outs["cold"], *cache)
+        (warm, _), cpu_warm = _with_cpu(run, [config], tokenizers, outs["warm"], *cache)
+        (uncached, _), cpu_uncached = _with_cpu(
+            run, [config], tokenizers, outs["no-cache"], "--no-cache"
+        )
+        vllm, cpu_vllm = _with_cpu(import_vllm_seconds)
         docs = {name: json.loads(path.read_text()) for name, path in outs.items()}
-    print(f"  cold:          {cold:8.2f} s  (exit {code})")
-    print(f"  warm:          {warm:8.2f} s")
-    print(f"  --no-cache:    {uncached:8.2f} s")
-    print(f"  import vllm:   {vllm:8.2f} s")
+    print("  (wall seconds; CPU seconds of the subprocess in brackets: on a loaded machine)")
+    print(f"  cold:          {cold:8.2f} s  ({cpu_cold:6.2f} s CPU, exit {code})")
+    print(f"  warm:          {warm:8.2f} s  ({cpu_warm:6.2f} s CPU)")
+    print(f"  --no-cache:    {uncached:8.2f} s  ({cpu_uncached:6.2f} s CPU)")
+    print(f"  import vllm:   {vllm:8.2f} s  ({cpu_vllm:6.2f} s CPU)")
     print(f"  warm / cold:        {warm / cold:6.3f}  ({cold / warm:.1f}x faster)")
     print(f"  warm / import vllm: {warm / vllm:6.3f}  (goal: <= 0.5, warm <= 3 s)")
     if not docs["cold"] == docs["warm"] == docs["no-cache"]:

@@ -42,7 +42,6 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from rlgate.checks.conditions import first_nonfinite
 from rlgate.core.results import Op, Outcome, Result, Tier
@@ -61,6 +60,14 @@ __all__ = [
     "steady_state",
     "tier_for_metric",
 ]
+
+
+def _t_ppf(q: float, dof: int) -> float:
+    """Student's t quantile (scipy imported here: ``recipe check`` imports this module)."""
+    from scipy import stats
+
+    return float(stats.t.ppf(q, dof))
+
 
 _HL_SE = math.sqrt(math.pi / 3.0)
 
@@ -139,7 +146,7 @@ def compare_to_baseline(
     shift = hodges_lehmann(lc, lb)
     noise = float(np.std(lb, ddof=1))
     se = _HL_SE * noise * math.sqrt(1.0 / lb.size + 1.0 / lc.size)
-    tolerance = max(math.log1p(min_effect), float(stats.t.ppf(1.0 - alpha, lb.size - 1)) * se)
+    tolerance = max(math.log1p(min_effect), _t_ppf(1.0 - alpha, lb.size - 1) * se)
     steps = steady_state(candidate, warmup_steps).steps
     return PerfComparison(
         metric=candidate.tag,
@@ -249,7 +256,7 @@ class Band:
     def factor(self) -> float:
         """Prediction-interval half-width in SDs: t_{1-alpha, N-1} * sqrt(1 + 1/N)."""
         n = self.n_runs
-        return float(stats.t.ppf(1.0 - self.alpha, n - 1)) * math.sqrt(1.0 + 1.0 / n)
+        return _t_ppf(1.0 - self.alpha, n - 1) * math.sqrt(1.0 + 1.0 / n)
 
     def interval(self, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) per-step bounds for the given step columns."""

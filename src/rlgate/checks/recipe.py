@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlgate.checks.cache import CachedChecks, RecipeCheckCache, cache_key
 from rlgate.checks.recipe_rules import (
     CheckSkipped,
     CheckState,
@@ -104,9 +105,13 @@ class CompatReport:
         findings: Sequence[Finding],
         setup: ServingSetup | None,
         checks: Sequence[CheckStatus] = (),
+        served: dict[str, Any] | None = None,
     ) -> None:
         self.recipe, self.findings, self.setup = recipe, list(findings), setup
         self.checks = list(checks)
+        # tokenizer/template/profile of the report when they come from the cache (no setup)
+        self.served = served
+        self.volatile = False  # a check was skipped for what is installed/reachable here
 
     @property
     def errors(self) -> list[Finding]:
@@ -144,9 +149,19 @@ class CompatReport:
             "compatible": ExitCode.OK,
         }[self.status]
 
+    def served_summary(self) -> dict[str, Any]:
+        """``tokenizer``, ``template`` and ``profile`` of the served path (None each without)."""
+        if self.setup is None:
+            return dict(self.served or {"tokenizer": None, "template": None, "profile": None})
+        setup = self.setup
+        return {
+            "tokenizer": setup.tokenizer_source,
+            "template": {"source": setup.template.source, "sha256": setup.template.sha256},
+            "profile": setup.profile().as_dict(),
+        }
+
     def as_dict(self) -> dict[str, Any]:
         """JSON form of one config (an element of ``rlgate recipe check --json``'s reports)."""
-        setup = self.setup
         return {
             "recipe": str(self.recipe.path),
             "name": self.recipe.name,
@@ -154,11 +169,7 @@ class CompatReport:
             "status": self.status,
             "exit_code": int(self.exit_code),
             "compatible": self.ok,
-            "tokenizer": setup.tokenizer_source if setup else None,
-            "template": {"source": setup.template.source, "sha256": setup.template.sha256}
-            if setup
-            else None,
-            "profile": setup.profile().as_dict() if setup else None,
+            **self.served_summary(),
             "checks": [c.as_dict() for c in self.checks],
             "findings": [f.as_dict() for f in self.findings],
         }
@@ -191,12 +202,17 @@ SERVED_CHECKS: tuple[tuple[str, Callable[[ServingSetup], list[Finding]], bool], 
 )
 
 
+#: Config checks from which on a check needs vLLM, nemo-gym or the tokenizer (cached).
+_FIRST_CACHED = "gym"
+
+
 def check_recipe(
     recipe: Recipe,
     tokenizer_root: str | Path | None,
     setup: ServingSetup | None = None,
     *,
     skip_unavailable: bool = False,
+    cache: RecipeCheckCache | None = None,
 ) -> CompatReport:
     """Run every check on a loaded recipe (``setup`` reuses an already resolved serving setup).
 
@@ -206,24 +222,101 @@ def check_recipe(
         setup: an already resolved serving setup (tests share one).
         skip_unavailable: when the tokenizer cannot be loaded, report the served checks as
             skipped instead of raising :class:`~rlgate.serving.setup.TokenizerUnavailable`.
+        cache: where the results of the checks that need vLLM, nemo-gym or the tokenizer
+            are looked up and stored (:mod:`rlgate.checks.cache`); only without ``setup``.
     """
     findings: list[Finding] = []
     checks: list[CheckStatus] = []
-
-    def run(name: str, fn: Callable[[Any], list[Finding]], arg: Any) -> None:
-        try:
-            found = fn(arg)
-        except CheckSkipped as skip:
-            findings.extend(skip.findings)
-            checks.append(CheckStatus(name, "skipped", skip.reason, tuple(skip.findings)))
-        else:
-            findings.extend(found)
-            checks.append(CheckStatus(name, "ran", findings=tuple(found)))
-
-    for name, fn in CONFIG_CHECKS:
+    names = [name for name, _ in CONFIG_CHECKS]
+    first_cached = names.index(_FIRST_CACHED)
+    for name, fn in CONFIG_CHECKS[:first_cached]:
         if name == "topology" and (why := _topology_not_applicable(recipe.config)):
             checks.append(CheckStatus(name, "not-applicable", why))
             continue
+        _run(findings, checks, name, fn, recipe)
+    model = check_model(recipe, tokenizer_root)  # rules that need the model's config.json
+    findings.extend(model.findings)
+    checks.append(
+        CheckStatus("model-config", model.state, model.reason, tuple(model.findings))  # type: ignore[arg-type]
+    )
+    key = cache_key(recipe, tokenizer_root) if cache is not None and setup is None else None
+    if cache is not None and key is not None and (hit := cache.load(key)) is not None:
+        findings += [_finding(f) for f in hit.findings]
+        checks += [
+            CheckStatus(c.check, c.status, c.reason, tuple(_finding(f) for f in c.findings))
+            for c in hit.checks
+        ]
+        served = {
+            "tokenizer": hit.tokenizer,
+            "template": hit.template.model_dump() if hit.template else None,
+            "profile": hit.profile,
+        }
+        return CompatReport(recipe, findings, None, checks, served=served)
+    part = CompatReport(recipe, [], None, [])
+    part = _cached_part(recipe, tokenizer_root, setup, skip_unavailable, part)
+    # A check skipped for what is installed or reachable here (a Gym module that does not
+    # import, a tokenizer not available) is not decided by the key: such a result is not stored.
+    if cache is not None and key is not None and not part.volatile:
+        summary = part.served_summary()
+        cache.store(
+            key,
+            CachedChecks.model_validate(
+                {
+                    "findings": [f.as_dict() for f in part.findings],
+                    "checks": [
+                        {"reason": "", **c.as_dict(), "findings": [f.as_dict() for f in c.findings]}
+                        for c in part.checks
+                    ],
+                    **summary,
+                }
+            ),
+            inputs=[*recipe.sources, recipe.path]
+            + ([summary["tokenizer"]] if summary["tokenizer"] else []),
+        )
+    return CompatReport(
+        recipe, findings + part.findings, part.setup, checks + part.checks, served=part.served
+    )
+
+
+def _run(
+    findings: list[Finding],
+    checks: list[CheckStatus],
+    name: str,
+    fn: Callable[[Any], list[Finding]],
+    arg: Any,
+) -> None:
+    try:
+        found = fn(arg)
+    except CheckSkipped as skip:
+        findings.extend(skip.findings)
+        checks.append(CheckStatus(name, "skipped", skip.reason, tuple(skip.findings)))
+    else:
+        findings.extend(found)
+        checks.append(CheckStatus(name, "ran", findings=tuple(found)))
+
+
+def _finding(f: Any) -> Finding:
+    """A cached finding (:class:`rlgate.checks.cache.CachedChecks`) as a :class:`Finding`."""
+    return Finding(f.code, Severity(f.severity), f.key, f.message)
+
+
+def _cached_part(
+    recipe: Recipe,
+    tokenizer_root: str | Path | None,
+    setup: ServingSetup | None,
+    skip_unavailable: bool,
+    report: CompatReport,
+) -> CompatReport:
+    """The checks from :data:`_FIRST_CACHED` on (vLLM, nemo-gym, tokenizer), into ``report``."""
+    findings, checks = report.findings, report.checks
+
+    def run(name: str, fn: Callable[[Any], list[Finding]], arg: Any) -> None:
+        _run(findings, checks, name, fn, arg)
+        if checks[-1].status == "skipped":
+            report.volatile = True
+
+    names = [name for name, _ in CONFIG_CHECKS]
+    for name, fn in CONFIG_CHECKS[names.index(_FIRST_CACHED) :]:
         run(name, fn, recipe)
     model = check_model(recipe, tokenizer_root)  # rules that need the model's config.json
     findings.extend(model.findings)
@@ -233,7 +326,7 @@ def check_recipe(
     if not_applicable:
         names = ["serving-kwargs", "parser-names", *served]
         checks += [CheckStatus(n, "not-applicable", not_applicable) for n in names]
-        return CompatReport(recipe, findings, None, checks)
+        return report
     run("serving-kwargs", check_serving_kwargs, recipe)
     run("parser-names", check_parser_names, recipe)
     unusable_parsers = parser_problem(recipe)
@@ -241,25 +334,28 @@ def check_recipe(
         _gym_setup(recipe)
     except CheckSkipped as skip:
         checks += [CheckStatus(n, "skipped", skip.reason) for n in served]
-        return CompatReport(recipe, findings, None, checks)
+        report.volatile = True
+        return report
     try:
         setup = setup or serving_setup(recipe, tokenizer_root)
     except TokenizerUnavailable as exc:
         if not skip_unavailable:
             raise
         checks += [CheckStatus(n, "skipped", exc.reason) for n in served]
-        return CompatReport(recipe, findings, None, checks)
+        report.volatile = True
+        return report
     except NoChatTemplate as exc:
         key = f"{SERVING_KWARGS}.chat_template"
         findings.append(Finding("no-chat-template", Severity.ERROR, key, exc.message))
         checks += [CheckStatus(n, "skipped", "no chat template to render") for n in served]
-        return CompatReport(recipe, findings, None, checks)
+        return report
     for name, fn, needs_parsers in SERVED_CHECKS:
         if needs_parsers and unusable_parsers:
             checks.append(CheckStatus(name, "skipped", unusable_parsers))
             continue
         run(name, fn, setup)
-    return CompatReport(recipe, findings, setup, checks)
+    report.setup = setup
+    return report
 
 
 def check_recipe_file(
@@ -268,6 +364,7 @@ def check_recipe_file(
     tokenizer_root: str | Path | None = None,
     *,
     skip_unavailable: bool = False,
+    cache: RecipeCheckCache | None = None,
 ) -> CompatReport:
     """Load ``path`` with ``overrides``, refuse a non-GRPO config, and run every check.
 
@@ -277,4 +374,4 @@ def check_recipe_file(
     """
     recipe = load_recipe(path, overrides, strict=False)  # the rules report invalid values
     require_grpo(recipe)
-    return check_recipe(recipe, tokenizer_root, skip_unavailable=skip_unavailable)
+    return check_recipe(recipe, tokenizer_root, skip_unavailable=skip_unavailable, cache=cache)

@@ -261,6 +261,16 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
         "failure carrying its findings and their NeMo RL sources",
     )
     c.add_argument("-q", "--quiet", action="store_true", help="print errors and warnings only")
+    c.add_argument(
+        "--cache-dir",
+        help="where the results of the vLLM/Gym/tokenizer checks are cached, keyed by "
+        "everything that decides them (default: $XDG_CACHE_HOME/rlgate, else ~/.cache/rlgate)",
+    )
+    c.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the cache (every check runs, vLLM is imported)",
+    )
     c.set_defaults(func=_cmd_recipe_check)
     from rlgate.cli.suite import add_import_suite
 
@@ -309,6 +319,7 @@ def _print_report(report: CompatReport, quiet: bool) -> None:
 def _cmd_recipe_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from rlgate.checks.cache import RecipeCheckCache, default_cache_dir
     from rlgate.checks.recipe import check_recipe_file
     from rlgate.core.errors import RecipeError
     from rlgate.core.io import write_json_atomic
@@ -323,6 +334,7 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
 
     many = len(configs) > 1
     cases: list[Any] = []
+    cache = None if args.no_cache else RecipeCheckCache(args.cache_dir or default_cache_dir())
     docs: list[dict[str, object]] = []
     statuses: list[str] = []
     for i, config in enumerate(configs):
@@ -330,7 +342,9 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
             _cli_term.shown("recipe check", i, len(configs), config)
             print(f"== {config}")
         try:
-            report = check_recipe_file(config, overrides, args.tokenizers, skip_unavailable=True)
+            report = check_recipe_file(
+                config, overrides, args.tokenizers, skip_unavailable=True, cache=cache
+            )
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # one config's failure must not hide the others' results

@@ -56,6 +56,7 @@ COMMANDS: dict[str, dict[str, Role]] = {
         "tokenizers": Role.ROOT,
         "json_out": F,
         "junit_out": F,
+        "cache_dir": D,
     },
     "recipe import-suite": {"script": P, "out": F},
     "check-run": {
@@ -172,7 +173,7 @@ NOT_PATHS = frozenset(
         "entrypoint", "exclude", "flaky_rate", "follow", "force", "format", "hardware",
         "harness_run_id", "help", "instance_ids", "interval", "keep_last", "label", "last", "list",
         "main_branch", "margin_pp", "max_infra_error_rate", "max_steps", "max_workers", "minutes",
-        "minutes_per_instance", "modal", "model", "n", "nightly_id", "no_check", "no_plots",
+        "minutes_per_instance", "modal", "model", "n", "nightly_id", "no_cache", "no_check", "no_plots",
         "no_retry", "noise_fraction", "override", "overrides", "parser_lengths", "power", "quiet",
         "ray_address", "recipe_name", "repeats", "resamples", "run_id", "run_ids", "seed", "seeds",
         "server_gpus", "server_url", "split", "stall_factor", "stall_minutes", "steps",

@@ -58,7 +58,7 @@ def history_db(tmp: Path) -> Path:
     """An SQLite history database holding one recorded run (rlgate's own writer)."""
     db = tmp / "h.db"
     code = main(["history", "record", "--db", str(db), "--junit", str(ri.functional_passing()),
-                 "--recipe", "r", "--run-id", "seed"])  # fmt: skip
+                 "--recipe-name", "r", "--run-id", "seed"])  # fmt: skip
     assert code == 0
     return db
 

@@ -62,6 +62,11 @@ def later_nights(first: int, n: int, *, recipe: str | None = None, hardware: str
     return out
 
 
+#: a date within the year a quarantine may last (cli.quarantine.MAX_DAYS), and the day after
+SOON = (datetime.now(UTC) + timedelta(days=200)).date().isoformat()
+SOON_END = (datetime.now(UTC) + timedelta(days=201)).date().isoformat()
+
+
 def quarantine(db: str, check: str, *extra: str, recipe: str | None = None) -> int:
     args = ["history", "quarantine", "add", check, "--recipe", recipe or recipe_name()]
     args += ["--reason", "step time flaky on 2n8g (NVBUG 123)", "--owner", "alice", "--db", db]
@@ -121,13 +126,13 @@ class TestLifecycle:
             assert active(store, datetime.now(UTC)) == []
         assert s.state is State.EXPIRED and s.runs_seen == 2
         # expired: a new entry of the same scope may be added; listing shows both
-        assert quarantine(db, STEP, "--until", "2099-01-01", "--hardware", "2n8g") == ExitCode.OK
+        assert quarantine(db, STEP, "--until", SOON, "--hardware", "2n8g") == ExitCode.OK
         capsys.readouterr()
         assert main(["history", "quarantine", "list", "--db", db]) == ExitCode.OK
         out = capsys.readouterr().out
         assert "1 active, 1 expired, 0 removed" in out
         assert "#1  expired" in out and "#2  active" in out
-        assert "until 2099-01-02T00:00Z" in out  # a date: through that day
+        assert f"until {SOON_END}T00:00Z" in out  # a date: through that day
         assert main(["history", "quarantine", "remove", STEP, "--recipe", recipe_name(),
                      "--db", db]) == ExitCode.OK  # fmt: skip
         assert "removed quarantine #1" in capsys.readouterr().out
@@ -137,7 +142,7 @@ class TestLifecycle:
         entries = json.loads(listing.read_text())["entries"]
         assert [(e["id"], e["state"]) for e in entries] == [(1, "removed"), (2, "removed")]
         assert all(e["removed_at"] and e["reason"].startswith("step time") for e in entries)
-        assert entries[1]["hardware"] == "2n8g" and entries[1]["until"].startswith("2099-01-02")
+        assert entries[1]["hardware"] == "2n8g" and entries[1]["until"].startswith(SOON_END)
 
     def test_an_entry_expires_at_its_time(self) -> None:
         added = datetime(2026, 12, 1, tzinfo=UTC)
@@ -287,7 +292,7 @@ class TestTriage:
         assert "would be regression" in step["reason"]
         row = next(line for line in text.splitlines() if STEP in line)
         assert "quarantined" in row and "by alice" in row and "NVBUG 123" in row
-        quarantine(db, TOKENS, "--until", "2099-01-01")
+        quarantine(db, TOKENS, "--until", SOON)
         code, doc, _ = triage(db, candidates["slow"], out)
         assert code == ExitCode.OK == doc["exit_code"] and doc["quarantined"] == 2
         assert {lb["label"] for lb in doc["labels"]} == {"quarantined"}

@@ -75,7 +75,7 @@ def _triage(tmp_path: Path, junit: Path) -> list[str]:
 
 
 def _record(tmp_path: Path, junit: Path) -> list[str]:
-    return ["history", "record", "--junit", str(junit), "--recipe", "r", "--db",
+    return ["history", "record", "--junit", str(junit), "--recipe-name", "r", "--db",
             str(tmp_path / "h.db")]  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 from rlgate.cli import canary as _cli_canary
 from rlgate.cli import history as _cli_history
 from rlgate.cli import outputs as _cli_outputs
+from rlgate.cli import quarantine as _cli_quarantine
 from rlgate.cli import report as _cli_report
 from rlgate.cli import runs as _cli_runs
 from rlgate.cli import swe as _cli_swe
@@ -492,13 +493,18 @@ def build_parser() -> argparse.ArgumentParser:
         _cli_runs.add_bench,
         _cli_swe.add_swe,
         _cli_report.add_report,
-        _cli_history.add_history,
+        _add_history,
         _cli_triage.add_triage,
         _cli_canary.add_canary,
     )
     for add in adders:
         add(sub)
     return parser
+
+
+def _add_history(sub: argparse._SubParsersAction) -> None:
+    """``rlgate history`` and its ``quarantine`` actions (cli.quarantine uses cli.history)."""
+    _cli_quarantine.add_quarantine(_cli_history.add_history(sub))
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:

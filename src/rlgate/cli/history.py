@@ -297,8 +297,8 @@ _HISTORY_DOC = (
 )
 
 
-def add_history(sub: argparse._SubParsersAction) -> None:
-    """Register ``rlgate history``."""
+def add_history(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    """Register ``rlgate history``; its sub-command parsers (for `history quarantine`)."""
     p = sub.add_parser("history", help="record, show, export and promote runs (nightly history)",
                        description=_HISTORY_DOC)  # fmt: skip
     hsub = p.add_subparsers(dest="history_command", required=True, metavar="ACTION")
@@ -430,10 +430,7 @@ def add_history(sub: argparse._SubParsersAction) -> None:
                 "no passed completion): the reasons overridden are printed and recorded",
             )
         q.set_defaults(func=_cmd_promote if name == "promote" else _cmd_demote)
-
-    from rlgate.cli.quarantine import add_quarantine
-
-    add_quarantine(hsub)
+    return hsub  # cli.app adds `history quarantine` (cli.quarantine) to it
 
 
 def _same_run(json_path: str, judged: str, run_dir: str) -> None:

@@ -36,12 +36,20 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from rlgate.core.errors import RlgateError
 from rlgate.core.results import Outcome, Result
 from rlgate.core.text import one_line
+from rlgate.history.model import (
+    MAX_CHECK,
+    MAX_OWNER,
+    MAX_REASON,
+    MAX_RUNS,
+    Quarantine,
+    State,
+    check_entry,
+)
 from rlgate.history.triage import Label, TriageLabel
 
 if TYPE_CHECKING:
@@ -66,72 +74,6 @@ __all__ = [
     "state_of",
     "states",
 ]
-
-MAX_REASON = 500
-MAX_OWNER = 100
-MAX_CHECK = 1000
-MAX_NAME = 200  # recipe, hardware, who (schema._ID)
-MAX_RUNS = 10_000
-
-
-class State(Enum):
-    """Where an entry is in its lifecycle."""
-
-    ACTIVE = "active"
-    EXPIRED = "expired"
-    REMOVED = "removed"
-
-
-@dataclass(frozen=True, slots=True)
-class Quarantine:
-    """One quarantine entry as stored (``id`` 0: not stored yet)."""
-
-    id: int
-    recipe: str
-    check: str
-    hardware: str | None
-    reason: str
-    owner: str
-    added_at: datetime
-    added_by: str | None
-    until: datetime | None
-    runs: int | None
-    removed_at: datetime | None = None
-    removed_by: str | None = None
-
-    def scope(self) -> str:
-        """``check (recipe[, on hw])`` as messages name it (one line)."""
-        where = f", on {self.hardware}" if self.hardware else ""
-        return one_line(f"{self.check} ({self.recipe}{where})")
-
-
-def _line(what: str, value: Any, limit: int, *, null: bool = False) -> None:
-    if value is None and null:
-        return
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{what} must be non-empty text")
-    if len(value) > limit:
-        raise ValueError(f"{what} is {len(value)} characters long (at most {limit})")
-    if one_line(value) != value:
-        raise ValueError(f"{what} holds a control character or line break")
-
-
-def check_entry(q: Quarantine) -> Quarantine:
-    """``q`` if it keeps the rules (ValueError naming the field otherwise)."""
-    _line("recipe", q.recipe, MAX_NAME)
-    _line("check", q.check, MAX_CHECK)
-    _line("hardware", q.hardware, MAX_NAME, null=True)
-    _line("reason", q.reason, MAX_REASON)
-    _line("owner", q.owner, MAX_OWNER)
-    _line("added_by", q.added_by, MAX_NAME, null=True)
-    _line("removed_by", q.removed_by, MAX_NAME, null=True)
-    if (q.until is None) == (q.runs is None):
-        raise ValueError("exactly one of until and runs must be set")
-    if q.runs is not None and not (type(q.runs) is int and 1 <= q.runs <= MAX_RUNS):
-        raise ValueError(f"runs must be an integer in 1..{MAX_RUNS}")
-    if q.removed_by is not None and q.removed_at is None:
-        raise ValueError("removed_by is set but removed_at is not")
-    return q
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,8 +34,7 @@ from rlgate.core.errors import RlgateError
 from rlgate.core.results import RESULT_SCHEMA_VERSION, Op, Outcome, Result, Tier
 from rlgate.core.text import one_line
 from rlgate.core.validate import as_utc
-from rlgate.history.model import RunContext, SweInstanceRow, SweOutcome
-from rlgate.history.quarantine import Quarantine, check_entry
+from rlgate.history.model import Quarantine, RunContext, SweInstanceRow, SweOutcome, check_entry
 
 __all__ = [
     "QUARANTINE_COLUMNS",

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import rlgate
 from rlgate.core.noise import NOISE, quiet_third_party
 
@@ -26,6 +28,10 @@ RECIPE = sorted((REPO_ROOT / "recipes").glob("*.yaml"))[0]
 def test_recipe_check_stderr_holds_only_rlgates_own_lines(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(rlgate.__file__).parents[1])}
     env.pop("CUDA_VISIBLE_DEVICES", None)
+    root = os.environ.get("RLGATE_TOKENIZERS")
+    if not root:
+        pytest.skip("needs RLGATE_TOKENIZERS (the recipe's tokenizer, offline)")
+    env["RLGATE_TOKENIZERS"] = str(Path(root).resolve())  # the README's is relative; cwd moves
     missing = tmp_path / "gone.yaml"
     proc = subprocess.run(
         [sys.executable, "-m", "rlgate.cli", "recipe", "check", str(RECIPE), str(missing), "-q",

@@ -33,7 +33,7 @@ from rlgate.testing.corpus import Fault
 from .helpers.cli import one_error
 from .helpers.cli import run_cli as run
 from .helpers.corpus_build import corpus
-from .helpers.triage_inputs import T0, commit, gate_results
+from .helpers.triage_inputs import T0, commit, gate_results, recipe_name
 from .test_report_injection import (
     CONTROL,
     HTML_TAGS,
@@ -56,12 +56,6 @@ BRANCH = "[main](javascript:alert(6))"
 HARDWARE = "<b>64n4g</b>](javascript:alert(7))"  # the candidate's too: one series
 # what the page shows: the window's first and last nightly, the branch, the evidence
 VISIBLE = ("javascript:alert(1)", '<img src=x onerror="alert(3)">', "javascript:alert(6)")
-
-
-def recipe_name() -> str:
-    from rlgate.checks.plan import load_plan
-
-    return load_plan(corpus().recipe).recipe
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ pytest.importorskip("sqlalchemy", reason="the [history] extra is not installed")
 
 import sqlalchemy as sa
 
-from rlgate.checks.plan import load_plan
 from rlgate.cli.app import main
 from rlgate.core.errors import ExitCode, RlgateError
 from rlgate.history.quarantine import Quarantine, State, active, state_of, states
@@ -28,20 +27,10 @@ from rlgate.testing.corpus import Fault
 
 from .helpers.corpus_build import corpus
 from .helpers.history_inputs import BACKENDS, database
-from .helpers.triage_inputs import gate_results, nightly
+from .helpers.triage_inputs import gate_results, nightly, recipe_name, record
 
 STEP = "perf:timing/train/total_step_time"
 TOKENS = "perf:performance/tokens_per_sec_per_gpu"
-
-
-def recipe_name() -> str:
-    return load_plan(corpus().recipe).recipe
-
-
-def record(db: str, runs) -> None:
-    with open_store(db) as store:
-        for run in runs:
-            store.record(run.context, run.results)
 
 
 def main_nights(fault: Fault = Fault.HEALTHY, n: int = 5, **kw):

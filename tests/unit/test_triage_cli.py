@@ -13,30 +13,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlgate.checks.plan import load_plan
 from rlgate.cli.app import main
 from rlgate.core.errors import ExitCode
 from rlgate.core.junit import read_junit
 from rlgate.core.results import Result
-from rlgate.history.store import open_store
 from rlgate.report.inputs import load_junit
 from rlgate.testing.corpus import Fault
 
 from .helpers.corpus_build import corpus
 from .helpers.history_inputs import BACKENDS, database
-from .helpers.triage_inputs import commit, gate_results, nightly, swe_criteria
+from .helpers.triage_inputs import commit, gate_results, nightly, recipe_name, record, swe_criteria
 
 STEP = "perf:timing/train/total_step_time"
-
-
-def recipe_name() -> str:
-    return load_plan(corpus().recipe).recipe
-
-
-def record(db: str, nights) -> None:
-    with open_store(db) as store:
-        for run in nights:
-            store.record(run.context, run.results)
 
 
 def nights(results_of, n: int = 6, **kw):

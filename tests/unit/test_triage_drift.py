@@ -17,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlgate.checks.plan import load_plan
 from rlgate.cli.app import main
 from rlgate.cli.triage import exit_code, read_candidate
 from rlgate.core.errors import ExitCode
@@ -31,17 +30,13 @@ from rlgate.testing.corpus import Fault
 
 from .helpers.corpus_build import corpus
 from .helpers.history_inputs import BACKENDS, database
-from .helpers.triage_inputs import gate_results, nightly
+from .helpers.triage_inputs import gate_results, nightly, recipe_name, record
 
 pytest.importorskip("otava", reason="apache-otava is not installed (ci/install.sh)")
 
 STEP = "perf:timing/train/total_step_time"
 N = 20
 STEP_AT = 12
-
-
-def recipe_name() -> str:
-    return load_plan(corpus().recipe).recipe
 
 
 def check_run(out: Path, name: str, *, block: bool = False) -> tuple[Path, Path]:
@@ -94,12 +89,6 @@ def drifted(seed: int = 1, *, n: int = N, step_at: int = STEP_AT, size: float = 
         out.append(nightly(k, results, code=code, recipe=recipe or recipe_name(),
                            hardware=hardware, part=part))  # fmt: skip
     return out
-
-
-def record(db: str, runs) -> None:
-    with open_store(db) as store:
-        for run in runs:
-            store.record(run.context, run.results)
 
 
 def triage_cli(capsys, tmp_path, candidate: Path, db: str, *extra: str):

@@ -101,3 +101,19 @@ def context_of(k: int, *, code: str | None = "A", branch: str = "pr") -> RunCont
         commits=commit(code) if code else {},
         recorded_at=T0 + timedelta(days=k, hours=12),
     )
+
+
+def recipe_name() -> str:
+    """The fault corpus recipe's name (what check-run records as ``rlgate.recipe``)."""
+    from rlgate.checks.plan import load_plan
+
+    return load_plan(corpus().recipe).recipe
+
+
+def record(db: str, runs: Sequence[RecordedRun]) -> None:
+    """Record ``runs`` into the history database ``db`` (rlgate's own store writer)."""
+    from rlgate.history.store import open_store
+
+    with open_store(db) as store:
+        for run in runs:
+            store.record(run.context, run.results)

@@ -387,18 +387,7 @@ def run_functional(python: Path, out: Path, tokenizers: str) -> tuple[int, float
 
     out.mkdir(parents=True, exist_ok=True)
     cmd = functional_tier_command(out / "functional.xml", tokenizers, python=python)
-    start = time.monotonic()
-    with (out / "functional.log").open("wb") as log:
-        proc = subprocess.run(
-            cmd.argv,
-            cwd=out,
-            env=_env_for(python),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            timeout=RUN_TIMEOUT_S,
-            check=False,
-        )
-    return proc.returncode, time.monotonic() - start
+    return _run_logged(cmd.argv, python, out, "functional.log")
 
 
 def run_recipe_check(
@@ -413,10 +402,15 @@ def run_recipe_check(
         tok=Path(tokenizers).resolve(),
         json=out / "recipes.json",
     )
+    return _run_logged(cmd.argv, python, out, "recipes.log")
+
+
+def _run_logged(argv: Sequence[str], python: Path, out: Path, log_name: str) -> tuple[int, float]:
+    """``argv`` run in ``out`` (``python``'s environment, output to ``log_name``): code, seconds."""
     start = time.monotonic()
-    with (out / "recipes.log").open("wb") as log:
+    with (out / log_name).open("wb") as log:
         proc = subprocess.run(
-            cmd.argv,
+            argv,
             cwd=out,
             env=_env_for(python),
             stdout=log,

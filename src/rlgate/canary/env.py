@@ -387,7 +387,7 @@ def run_functional(python: Path, out: Path, tokenizers: str) -> tuple[int, float
 
     out.mkdir(parents=True, exist_ok=True)
     cmd = functional_tier_command(out / "functional.xml", tokenizers, python=python)
-    return _run_logged(cmd.argv, python, out, "functional.log")
+    return _run_logged(cmd, python, out, "functional.log")
 
 
 def run_recipe_check(
@@ -402,15 +402,15 @@ def run_recipe_check(
         tok=Path(tokenizers).resolve(),
         json=out / "recipes.json",
     )
-    return _run_logged(cmd.argv, python, out, "recipes.log")
+    return _run_logged(cmd, python, out, "recipes.log")
 
 
-def _run_logged(argv: Sequence[str], python: Path, out: Path, log_name: str) -> tuple[int, float]:
-    """``argv`` run in ``out`` (``python``'s environment, output to ``log_name``): code, seconds."""
+def _run_logged(cmd: Command, python: Path, out: Path, log_name: str) -> tuple[int, float]:
+    """``cmd`` run in ``out`` (``python``'s environment, output to ``log_name``): code, seconds."""
     start = time.monotonic()
     with (out / log_name).open("wb") as log:
         proc = subprocess.run(
-            argv,
+            cmd.argv,
             cwd=out,
             env=_env_for(python),
             stdout=log,

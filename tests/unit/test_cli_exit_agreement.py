@@ -112,6 +112,9 @@ def test_triage_exit_code_is_its_jsons_for_any_candidate_and_option_shape(
     assert doc["exit_code"] == code  # the JSON says what the process exits with
     expected = 1 if labels & FAILING else 3 if labels & RERUN else 0
     assert code == expected, (labels, code)
+    # each label says whether it blocks, and exit 1 is exactly "some label blocks"
+    assert all(lb["blocks"] == (lb["label"] in FAILING) for lb in doc["labels"])
+    assert (code == 1) == any(lb["blocks"] for lb in doc["labels"])
     # --candidate A --candidate B is --candidate A B
     assert (again, repeated["exit_code"], repeated["labels"]) == (code, code, doc["labels"])
     failing = {n for n, o in candidate.items() if o in ("fail", "error", "infra")}

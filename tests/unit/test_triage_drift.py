@@ -113,8 +113,10 @@ def test_triage_shows_a_drift_and_exits_0(backend, tmp_path, candidates, capsys)
         assert doc["exit_code"] == 0 and doc["drifting"] == 1 and doc["drift_blocks"] is False
         (label,) = doc["labels"]
         assert (label["check"], label["label"], label["hardware"]) == (STEP, "drift", "2n8g")
+        assert label["blocks"] is False
         (case,) = [c for s in read_junit(junit) for c in s.cases if c.result.name == STEP]
         assert case.prop("rlgate.triage.label") == "drift"
+        assert case.prop("rlgate.triage.blocks") == "false"
 
 
 def test_check_run_carries_the_recipes_block_on_drift(candidates) -> None:
@@ -138,6 +140,7 @@ def test_a_recipe_blocking_on_drift_exits_1_and_the_report_is_no_go(
         code, out, err, doc, _ = triage_cli(capsys, tmp_path, candidates[kind], db)
         assert code == ExitCode.FAIL, out + err
         assert doc["exit_code"] == 1 and doc["drift_blocks"] is True
+        assert [lb["blocks"] for lb in doc["labels"] if lb["label"] == "drift"] == [True]
         row = next(line for line in out.splitlines() if STEP in line)
         assert "drift (blocks)" in row
     with open_store(db) as store:

@@ -319,6 +319,7 @@ def _junit(candidate: Sequence[tuple[str | None, Result]], labels: Sequence[Tria
             doc = label.to_json()
             facts |= {
                 "triage.label": label.label.value,
+                "triage.blocks": "true" if label.blocks else "false",
                 "triage.reason": label.reason,
                 "triage.main": label.main_text(),
                 "triage.first_failing": label.first_failing or "",

@@ -543,6 +543,7 @@ class TriageLabel:
             "hardware": self.hardware,
             "models": list(self.models),
             "label": self.label.value,
+            "blocks": self.blocks,
             "reason": self.reason,
             "candidate": {
                 "outcome": self.candidate.outcome.value,

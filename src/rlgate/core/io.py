@@ -601,17 +601,60 @@ def _finite(value: Any) -> Any:
 MAX_YAML_NODES = 200_000
 
 
-class _BudgetLoader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses a document whose alias-expanded size exceeds a budget."""
+#: libyaml's parser where PyYAML was built with it (the wheels are), else PyYAML's own
+try:
+    from yaml.cyaml import CParser
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    CParser = None
 
-    def compose_document(self) -> yaml.Node | None:  # type: ignore[override]
-        node = super().compose_document()
+
+class BudgetMixin:
+    """Refuses a document whose alias-expanded size exceeds ``MAX_YAML_NODES``.
+
+    Mixed in before a loader (PyYAML's or libyaml's parser): the whole document is composed
+    into nodes, sized with every alias expanded, and only then constructed.
+    """
+
+    def get_single_node(self) -> yaml.Node | None:
+        """The document's root node, refused when its aliases expand it past the budget."""
+        node = super().get_single_node()  # type: ignore[misc]
         if node is not None and _expanded_size(node, MAX_YAML_NODES) > MAX_YAML_NODES:
             raise yaml.YAMLError(
                 f"the document expands to more than {MAX_YAML_NODES:,} nodes through its "
                 "aliases (&anchor/*alias); refusing it as an alias bomb"
             )
         return node
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A parser's error on one line: ``found duplicate key b (line 3, column 3)``."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        return f"{exc.problem}{where}".replace(
+            "exceeded maximum nesting depth", "nested too deeply"
+        )
+    return " ".join(str(exc).split())
+
+
+def budget_loader(loader: type) -> type:
+    """``loader`` (a ``SafeLoader`` subclass) with the alias budget, parsed by libyaml if any.
+
+    Construction and resolution (tags, implicit types, duplicate-key rules) stay
+    ``loader``'s own; only the scanner/parser/composer is libyaml's C code.
+    """
+    if CParser is None:
+        return type(f"Budget{loader.__name__}", (BudgetMixin, loader), {})
+
+    def __init__(self: Any, stream: Any) -> None:
+        CParser.__init__(self, stream)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+    return type(f"CBudget{loader.__name__}", (BudgetMixin, CParser, loader), {"__init__": __init__})
+
+
+_BudgetLoader = budget_loader(yaml.SafeLoader)
 
 
 def _expanded_size(root: yaml.Node, budget: int) -> int:
@@ -722,7 +765,7 @@ def read_yaml(
     try:
         return yaml.load(text, Loader=_BudgetLoader)
     except (yaml.YAMLError, RecursionError) as exc:
-        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else yaml_problem(exc)
         raise error(f"{file}: not valid YAML: {detail}", hint=hint) from exc
 
 

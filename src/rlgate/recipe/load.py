@@ -65,7 +65,7 @@ from omegaconf.errors import (
 from omegaconf.resolvers import oc as oc_resolvers
 
 from rlgate.core.errors import RecipeError
-from rlgate.core.io import read_yaml
+from rlgate.core.io import budget_loader, read_text, read_yaml, yaml_problem
 from rlgate.recipe.facts import RunContext, RunFacts, context_from_facts, read_facts
 from rlgate.recipe.spec import TIERS, FunctionalGate, GateSpec, KnownLimitation, parse_gate
 
@@ -183,10 +183,32 @@ def _depth(node: Any) -> int:
     return deepest
 
 
+def _omegaconf_loader() -> type:
+    """OmegaConf's own YAML loader, with rlgate's alias budget, parsed by libyaml.
+
+    The rules are ``OmegaConf.load``'s (NeMo RL's ``load_config``): 1e-6 is a float,
+    duplicate keys are refused, no timestamps.
+    """
+    from omegaconf._utils import get_yaml_loader
+
+    return budget_loader(get_yaml_loader())
+
+
+_OMEGACONF_LOADER = _omegaconf_loader()
+
+
 def _load_yaml(path: Path) -> DictConfig:
-    # read_yaml first: missing/directory/non-UTF-8 files and alias bombs are refused
-    # before OmegaConf (which expands aliases without a budget) ever parses the file.
-    raw = read_yaml(path, what="config file", error=RecipeError)
+    # One parse: missing/directory/non-UTF-8 files are refused by read_text, alias bombs by
+    # the loader's budget before anything is constructed, then OmegaConf.create of what
+    # OmegaConf.load itself would have read (test_recipes checks the two agree).
+    text = read_text(path, what="config file", error=RecipeError)
+    try:
+        raw = yaml.load(text, Loader=_OMEGACONF_LOADER)
+    except yaml.constructor.ConstructorError as exc:
+        raise RecipeError(f"{path}: not a valid NeMo RL config: {yaml_problem(exc)}") from exc
+    except (yaml.YAMLError, RecursionError) as exc:
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else yaml_problem(exc)
+        raise RecipeError(f"{path}: not valid YAML: {detail}") from exc
     if not isinstance(raw, dict):
         raise RecipeError(f"{path}: a NeMo RL config must be a mapping, got {type(raw).__name__}")
     if _depth(raw) > MAX_DEPTH:
@@ -195,10 +217,8 @@ def _load_yaml(path: Path) -> DictConfig:
             hint="NeMo RL configs nest about ten levels",
         )
     try:
-        # OmegaConf's own loader, as NeMo RL's load_config uses: it reads 1e-6 as a float
-        # (PyYAML's YAML 1.1 rules read it as a string) and refuses duplicate keys.
-        return OmegaConf.load(path)  # keeps interpolations unresolved
-    except (OmegaConfBaseException, yaml.YAMLError, RecursionError) as exc:
+        return OmegaConf.create(raw)  # keeps interpolations unresolved
+    except (OmegaConfBaseException, RecursionError) as exc:
         detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise RecipeError(f"{path}: not a valid NeMo RL config: {detail}") from exc
 

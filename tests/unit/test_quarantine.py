@@ -38,13 +38,15 @@ def main_nights(fault: Fault = Fault.HEALTHY, n: int = 5, **kw):
     return [nightly(k, gate_results(fault), recipe=recipe_name(), **kw) for k in range(1, n + 1)]
 
 
-def later_nights(first: int, n: int, *, recipe: str | None = None, hardware: str = "2n8g"):
+def later_nights(
+    first: int, n: int, *, recipe: str | None = None, hardware: str = "2n8g", branch: str = "main"
+):
     """Nightlies recorded after now (after a quarantine just added), as the next days' are."""
     now = datetime.now(UTC)
     out = []
     for k in range(first, first + n):
         run = nightly(k, gate_results(Fault.HEALTHY), recipe=recipe or recipe_name(),
-                      hardware=hardware)  # fmt: skip
+                      hardware=hardware, branch=branch)  # fmt: skip
         when = now + timedelta(minutes=k)
         out.append(run.model_copy(update={"context": run.context.model_copy(
             update={"recorded_at": when})}))  # fmt: skip
@@ -103,6 +105,14 @@ class TestLifecycle:
         # nightlies of another recipe, and of other hardware for a hardware-scoped entry,
         # are no nightlies of this one
         record(db, later_nights(10, 3, recipe="other-recipe"))
+        # nor are runs of other branches: an experiment, bisect steps (no nightly id: each
+        # would count as a nightly of its own), a canary
+        record(db, later_nights(30, 3, branch="exp/faster-refit"))
+        record(db, later_nights(33, 3, branch=f"bisect/{recipe_name()}/aaaa..bbbb"))
+        record(db, later_nights(36, 2, branch="canary/vllm-0.26.0"))
+        with open_store(db) as store:
+            [s] = states(store, datetime.now(UTC))
+        assert s.state is State.ACTIVE and s.runs_seen == 0
         record(db, later_nights(20, 1))
         with open_store(db) as store:
             [s] = states(store, datetime.now(UTC))

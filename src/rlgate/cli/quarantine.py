@@ -81,6 +81,11 @@ def add_quarantine(hsub: argparse._SubParsersAction) -> None:
 
     ls = qsub.add_parser("list", help="the active and expired entries", description=_DOC)
     ls.add_argument("--all", action="store_true", help="removed entries too")
+    ls.add_argument(
+        "--main-branch",
+        default="main",
+        help="the branch whose nightlies use up --runs entries (main), as triage's",
+    )
     ls.add_argument("--json", dest="json_out", metavar="OUT", help="write the entries as JSON")
     ls.add_argument("--db", metavar="DB", help=_DB_HELP)
     ls.set_defaults(func=_cmd_list)
@@ -96,11 +101,11 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def active_now(store: Store) -> list[QuarantineState]:
+def active_now(store: Store, main_branch: str) -> list[QuarantineState]:
     """The entries active now (what ``report --db`` and ``triage`` apply)."""
     from rlgate.history.quarantine import active
 
-    return active(store, _now())
+    return active(store, _now(), main_branch)
 
 
 def _cmd_add(args: argparse.Namespace) -> int:
@@ -147,7 +152,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from rlgate.history.quarantine import State, states
 
     with open_db(args.db, create=False) as store:
-        found = states(store, _now())
+        found = states(store, _now(), args.main_branch)
         shown = one_line(store.shown)
     listed = [s for s in found if args.all or s.state is not State.REMOVED]
     counts = {st: sum(s.state is st for s in found) for st in State}
@@ -177,6 +182,7 @@ def quarantine_triage(
     store: Store,
     labels: Sequence[TriageLabel],
     groups: Mapping[tuple[str | None, str | None], Sequence[Result]],
+    main_branch: str,
 ) -> tuple[list[TriageLabel], list[str], dict[str, Any]]:
     """Triage's labels with the active quarantines applied, notes, and the JSON's part.
 
@@ -186,7 +192,7 @@ def quarantine_triage(
     from rlgate.core.text import one_line
     from rlgate.history.quarantine import active, passing_quarantined, quarantine_labels
 
-    entries = active(store, _now())
+    entries = active(store, _now(), main_branch)
     labels = quarantine_labels(labels, entries)
     checks = [(recipe, hw, r) for (recipe, hw), results in groups.items() for r in results]
     passing = passing_quarantined(checks, entries)

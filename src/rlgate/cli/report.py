@@ -167,7 +167,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if store is not None:
             from rlgate.cli.quarantine import active_now
 
-            quarantines = active_now(store)
+            quarantines = active_now(store, args.main_branch)
             history = store.runs(branch=args.main_branch, last=args.last + 1)
             if args.baseline_commit is not None:
                 seen = {r.context.run_id for r in history}

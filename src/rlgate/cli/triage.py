@@ -459,7 +459,9 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             by_group[(recipe, hardware)] = history
         from rlgate.cli.quarantine import quarantine_triage
 
-        labels, quarantine_notes, quarantine_doc = quarantine_triage(store, labels, groups)
+        labels, quarantine_notes, quarantine_doc = quarantine_triage(
+            store, labels, groups, args.main_branch
+        )
     # after quarantine: a quarantine holds a check's failure, it never hides a drift
     drifts, drift_notes = _drifts(candidate, groups, by_group, args, own)
     failing = len(labels)

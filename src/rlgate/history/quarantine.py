@@ -12,9 +12,11 @@ removed:
 * ``until`` (``--until DATE``): expired from that time on (a date alone: through that day,
   UTC; it expires at 00:00 UTC of the next day);
 * ``runs`` (``--runs N``): expired once N nightlies of the recipe (on its hardware, when
-  the entry names one) are recorded after the entry was added, whatever their result, on
-  any branch. Nightlies are counted as ``Store.runs(last=...)`` counts them: the distinct
-  ``nightly_id`` values, a run recorded without one counting as a nightly of its own;
+  the entry names one) are recorded on the main branch after the entry was added, whatever
+  their result. Nightlies are counted as ``Store.runs(last=...)`` counts them: the distinct
+  ``nightly_id`` values, a run recorded without one counting as a nightly of its own. Runs
+  of other branches (an experiment, a canary, ``rlgate bisect``'s steps) never use up a
+  quarantine, as they never enter triage's window;
 * ``removed_at`` (``history quarantine remove``): removed by hand. A removed entry is kept,
   with when and by whom, as the quarantine's history.
 
@@ -212,8 +214,10 @@ def quarantines(store: Store) -> list[Quarantine]:
         return [read_quarantine(row, store.shown) for row in conn.execute(query)]
 
 
-def _nightlies_since(store: Store, entries: Sequence[Quarantine]) -> dict[int, int]:
-    """Per ``runs`` entry: nightlies of its recipe (hardware) recorded after it was added."""
+def _nightlies_since(
+    store: Store, entries: Sequence[Quarantine], main_branch: str
+) -> dict[int, int]:
+    """Per ``runs`` entry: main-branch nightlies of its recipe (hardware) since it was added."""
     from rlgate.history.schema import RunRow
 
     runs = RunRow.__table__
@@ -229,22 +233,23 @@ def _nightlies_since(store: Store, entries: Sequence[Quarantine]) -> dict[int, i
                     ("nightly", r.context.nightly_id) if r.context.nightly_id else ("run", r.pk)
                     for r in stored
                     if r.context.recorded_at > q.added_at
+                    and r.context.branch == main_branch
                     and (q.hardware is None or r.context.hardware == q.hardware)
                 }
                 out[q.id] = len(keys)
     return out
 
 
-def states(store: Store, now: datetime) -> list[QuarantineState]:
-    """Every entry and its state at ``now``, oldest first."""
+def states(store: Store, now: datetime, main_branch: str = "main") -> list[QuarantineState]:
+    """Every entry and its state at ``now``, oldest first (``runs`` counted on ``main_branch``)."""
     entries = quarantines(store)
-    seen = _nightlies_since(store, entries)
+    seen = _nightlies_since(store, entries, main_branch)
     return [state_of(q, now, seen.get(q.id, 0)) for q in entries]
 
 
-def active(store: Store, now: datetime) -> list[QuarantineState]:
+def active(store: Store, now: datetime, main_branch: str = "main") -> list[QuarantineState]:
     """The entries active at ``now``."""
-    return [s for s in states(store, now) if s.active]
+    return [s for s in states(store, now, main_branch) if s.active]
 
 
 def add_quarantine(store: Store, entry: Quarantine) -> QuarantineState:

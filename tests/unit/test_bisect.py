@@ -144,6 +144,33 @@ def test_history_log_records_every_attempt_and_resumes(backend: str, tmp_path: P
         assert calls and other.narrowing.culprits == first.narrowing.culprits
 
 
+def test_an_interrupted_attempt_leaves_its_worktree_and_the_next_one_steps_over_it(
+    tmp_path: Path,
+) -> None:
+    commits = ("a" * 40, "b" * 40)
+    spec = BisectSpec(
+        recipe=TARGET, repo=tmp_path, good="0" * 40, bad=commits[-1], commits=commits,
+        backend=Backend.LOCAL, site=SiteConfig(), work_dir=tmp_path / "work",
+    )  # fmt: skip
+    (tmp_path / "work" / "worktrees" / f"{'a' * 12}-1").mkdir(parents=True)  # a ^C left it
+    (tmp_path / "work" / "runs" / f"{'a' * 12}-2").mkdir(parents=True)
+    numbers: list[int] = []
+
+    class Log:
+        def attempts(self) -> dict[str, list[Attempt]]:
+            return {}
+
+        def record(self, outcome: StepOutcome) -> None:
+            pass
+
+    def step(spec: BisectSpec, commit: str, attempt: int) -> StepOutcome:
+        numbers.append(attempt)
+        return StepOutcome(commit, attempt, Attempt.BAD, "bad", spec.work_dir)
+
+    assert run_bisect(spec, Log(), step=step).narrowing.culprits == (commits[0],)
+    assert numbers == [3]
+
+
 # --- end to end: the CLI, the local launcher, the stand-in and a real git repository ------------
 
 ENTRY = shlex.join([*STANDIN, "--fault-file", "fault.txt", "--fail-file", "infra.txt"])

@@ -61,6 +61,7 @@ __all__ = [
 #: The Result each recorded step carries: PASS good, FAIL bad, ERROR infra.
 STEP_CHECK = "bisect_step"
 _GIT_TIMEOUT = 300
+_STEP_DIRS = ("runs", "worktrees")  # under the work dir: <commit12>-<attempt> in each
 
 
 class Attempt(StrEnum):
@@ -332,15 +333,17 @@ def run_step(spec: BisectSpec, commit: str, attempt: int) -> StepOutcome:
     name = f"{commit[:12]}-{attempt}"
     run_dir = spec.work_dir / "runs" / name
     tree = spec.work_dir / "worktrees" / name
+    # the worktree goes once the job is over; an interrupt (^C) leaves it to a job that
+    # may still run from it (the next attempt number steps over it)
     try:
         _add_worktree(spec.repo, tree, commit)
         plan = spec.plan(run_dir, tree)
         manifest = launch(plan)
         watched = watch_run(run_dir, interval=spec.interval, timeout=spec.timeout)
     except RlgateError as exc:
-        return _infra(spec, commit, attempt, run_dir, f"{type(exc).__name__}: {exc.message}")
-    finally:
         _remove_worktree(spec.repo, tree)
+        return _infra(spec, commit, attempt, run_dir, f"{type(exc).__name__}: {exc.message}")
+    _remove_worktree(spec.repo, tree)
     facts = {
         "hardware": f"{manifest.nodes}n{manifest.gpus_per_node}g",
         "commits": {"nemo_rl": commit}
@@ -373,9 +376,9 @@ def run_step(spec: BisectSpec, commit: str, attempt: int) -> StepOutcome:
 
 
 def _next_attempt(spec: BisectSpec, commit: str, recorded: int) -> int:
-    """The first attempt number after the recorded ones whose run directory is free."""
+    """The first attempt number after the recorded ones whose run dir and worktree are free."""
     attempt = recorded + 1
-    while (spec.work_dir / "runs" / f"{commit[:12]}-{attempt}").exists():
+    while any((spec.work_dir / d / f"{commit[:12]}-{attempt}").exists() for d in _STEP_DIRS):
         attempt += 1
     return attempt
 

@@ -9,7 +9,6 @@ an out-of-memory line the stand-in prints before exiting 1).
 from __future__ import annotations
 
 import shlex
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -200,40 +199,47 @@ def make_repo(root: Path, n: int, *, fault_at: int, infra_at: int | None = None)
     return shas
 
 
-def bisect_argv(tmp_path: Path, shas: list[str], *extra: str) -> list[str]:
+def bisect_argv(tmp_path: Path, shas: list[str], *extra: str, db: str | None = None) -> list[str]:
     site = tmp_path / "site.yaml"
     site.write_text(SiteConfig(env=swe_env(tmp_path)).model_dump_json())
     return [
         "bisect", "--recipe", str(TARGET), "--good", shas[0], "--bad", shas[-1],
         "--nemo-rl-dir", str(tmp_path / "nemo-rl"), "--backend", "local", "--site", str(site),
-        "--db", str(tmp_path / "history.db"), "--work-dir", str(tmp_path / "work"),
+        "--db", db or str(tmp_path / "history.db"), "--work-dir", str(tmp_path / "work"),
         "--entrypoint", ENTRY, "--interval", "0.2", "--max-steps", "6",
         "--override", "cluster.num_nodes=1", "--tier", "convergence", *extra,
     ]  # fmt: skip
 
 
-def rows(db: Path) -> list[tuple[str, str, str]]:
-    with sqlite3.connect(db) as conn:
-        found = conn.execute(
-            "SELECT r.run_id, r.branch, x.outcome FROM runs r JOIN results x ON x.run_pk = r.id "
-            "WHERE x.name = 'bisect_step' ORDER BY r.recorded_at"
-        ).fetchall()
-    return [tuple(r) for r in found]
+def rows(db: str) -> list[tuple[str, str | None, str]]:
+    """(run id, branch, bisect_step outcome) of every recorded step, oldest first."""
+    from rlgate.history.store import open_store
+
+    with open_store(db, create=False) as store:
+        runs = sorted(store.runs(), key=lambda r: r.context.recorded_at)
+    return [
+        (r.context.run_id, r.context.branch, x.outcome.value)
+        for r in runs
+        for x in r.results
+        if x.name == "bisect_step"
+    ]
 
 
 class TestBisectEndToEnd:
+    @pytest.mark.parametrize("backend", BACKENDS)
     def test_finds_the_planted_regression_records_steps_and_resumes(
-        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str
     ) -> None:
+        db = database(backend, tmp_path)
         shas = make_repo(tmp_path, 4, fault_at=3)  # good 0; 1..4, bad 4; first bad 3
         repo = tmp_path / "nemo-rl"
         head = _git(repo, "rev-parse", "HEAD")
-        assert main(bisect_argv(tmp_path, shas)) == 0
+        assert main(bisect_argv(tmp_path, shas, db=db)) == 0
         out = capsys.readouterr().out
         assert f"first bad commit: {shas[3]} commit 3" in out
         assert f"{shas[2][:12]}: good: gate passed" in out
         assert f"{shas[3][:12]}: bad: gate failed: reward_improvement" in out
-        found = rows(tmp_path / "history.db")
+        found = rows(db)
         branch = f"bisect/{TARGET.stem}/{shas[0][:12]}..{shas[4][:12]}"
         assert [(r[0].rsplit("@", 1)[1], r[1], r[2]) for r in found] == [
             (f"{shas[2][:12]}#1", branch, "pass"),
@@ -244,11 +250,11 @@ class TestBisectEndToEnd:
         assert _git(repo, "status", "--porcelain") == ""
         assert len(_git(repo, "worktree", "list").splitlines()) == 1
         # resumed from the history: no step runs again
-        assert main(bisect_argv(tmp_path, shas)) == 0
+        assert main(bisect_argv(tmp_path, shas, db=db)) == 0
         out = capsys.readouterr().out
         assert "resumed: 2 commit(s) judged" in out and "testing" not in out
         assert f"first bad commit: {shas[3]}" in out and "0 run(s) now" in out
-        assert len(rows(tmp_path / "history.db")) == 2
+        assert len(rows(db)) == 2
 
     def test_an_infra_step_is_retried_then_skipped_and_the_answer_is_a_range(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -263,7 +269,12 @@ class TestBisectEndToEnd:
             out
         )
         assert f"  {shas[3]} commit 3" in out
-        assert [r[2] for r in rows(tmp_path / "history.db")] == ["error", "error", "pass", "fail"]
+        assert [r[2] for r in rows(str(tmp_path / "history.db"))] == [
+            "error",
+            "error",
+            "pass",
+            "fail",
+        ]
 
 
 # --- bad input and the dry run ------------------------------------------------------------------

@@ -19,6 +19,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from rlgate.cli import bisect as _cli_bisect
 from rlgate.cli import canary as _cli_canary
 from rlgate.cli import history as _cli_history
 from rlgate.cli import outputs as _cli_outputs
@@ -489,6 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
         _cli_runs.add_check_run,
         _cli_runs.add_launch,
         _cli_runs.add_watch,
+        _cli_bisect.add_bisect,
         _cli_runs.add_budget,
         _cli_runs.add_bench,
         _cli_swe.add_swe,

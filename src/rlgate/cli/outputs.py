@@ -78,6 +78,16 @@ COMMANDS: dict[str, dict[str, Role]] = {
         "run_dir": D,
     },
     "watch": {"run_dirs": Role.RUN, "junit_out": F},
+    "bisect": {
+        "recipe": R,
+        "site": P,
+        "nemo_rl_dir": Role.CHECKOUT,
+        "work_dir": D,
+        "good": Role.NAME,
+        "bad": Role.NAME,
+        "retries": Role.NAME,
+        **_DB,
+    },
     "budget": {"nightly": P},
     "bench rollout": {
         "recipe": R,

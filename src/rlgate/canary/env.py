@@ -56,6 +56,7 @@ __all__ = [
     "pinned_constraints",
     "resolve",
     "run_functional",
+    "run_probe",
     "run_recipe_check",
     "source_digest",
     "source_root",
@@ -403,6 +404,16 @@ def run_recipe_check(
         json=out / "recipes.json",
     )
     return _run_logged(cmd, python, out, "recipes.log")
+
+
+def run_probe(python: Path, out: Path, tokenizers: str) -> tuple[int, float]:
+    """:mod:`rlgate.canary.probe` with ``python``: its document to ``out/probe.json``."""
+    from rlgate.canary.probe import probe_command
+
+    out.mkdir(parents=True, exist_ok=True)
+    return _run_logged(
+        probe_command(python, out / "probe.json", tokenizers), python, out, "probe.log"
+    )
 
 
 def _run_logged(cmd: Command, python: Path, out: Path, log_name: str) -> tuple[int, float]:

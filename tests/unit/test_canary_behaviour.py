@@ -305,3 +305,26 @@ def test_a_huge_probe_is_ignored(tmp_path: Path) -> None:
     path.write_text(json.dumps({"tool_parsers": ["p" * 100] * 50000}))
     doc, note = read_probe(path)
     assert doc is None and "more than" in note
+
+
+def test_the_probe_run_by_the_canary_in_this_environment(tmp_path: Path) -> None:
+    """``run_probe`` (the canary's own call) with this interpreter writes the pin's probe."""
+    from rlgate.canary.env import run_probe
+
+    code, _ = run_probe(Path(sys.executable), tmp_path, "")
+    assert code == 0, (tmp_path / "probe.log").read_text()[-2000:]
+    here, note = read_probe(tmp_path / "probe.json")
+    pinned, _ = read_probe(PROBE_PIN)
+    assert note == "" and here and pinned
+    if here["vllm"] == pinned["vllm"]:
+        assert compare_probes(pinned, here) == []
+    assert here["chat_template_kwargs"] == {}  # no --tokenizers: no template read
+
+
+def test_a_probe_that_cannot_run_is_a_note(tmp_path: Path) -> None:
+    from rlgate.canary import env as canary_env
+    from rlgate.cli.canary import _probe
+
+    doc, note = _probe(canary_env, Path("/bin/false"), tmp_path, "", "candidate")
+    assert doc is None
+    assert note == f"the probe of the candidate stack failed (exit 1; log {tmp_path / 'probe.log'})"

@@ -232,10 +232,11 @@ def test_the_real_observations_of_vllm_0_25_1_and_0_26_0() -> None:
 # --- properties ------------------------------------------------------------------------
 
 _leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=20)
+_key = st.from_regex(r"[a-z_]{1,8}", fullmatch=True) | st.text(max_size=8)  # odd keys quoted
 _doc = st.recursive(
-    st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), _leaf, max_size=4),
+    st.dictionaries(_key, _leaf, max_size=4),
     lambda inner: st.dictionaries(
-        st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
+        _key,
         inner | st.lists(inner | _leaf, max_size=3),
         max_size=4,
     ),
@@ -264,6 +265,11 @@ def test_untrusted_observation_text_is_a_doc_or_a_note_never_a_traceback(text: s
     doc, why = decode_observation(text)
     assert (doc is None) == bool(why) or (doc is None and text == "")
     assert doc is None or isinstance(doc, dict)
+
+
+def test_an_odd_key_is_one_quoted_path_component() -> None:
+    (line,) = diff_observations({"a\nb.c[0]": 1}, {"a\nb.c[0]": 2})
+    assert line == '"a\\nb.c[0]": 1 -> 2' and "\n" not in line
 
 
 def test_a_huge_observation_is_recorded_as_its_digest() -> None:

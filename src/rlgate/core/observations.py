@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -87,10 +88,19 @@ def decode_observation(text: str | None) -> tuple[dict[str, Any] | None, str]:
     return doc, ""
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _key(key: object) -> str:
+    """A key as a path component: plain names as they are, anything else as JSON (one line)."""
+    text = str(key)
+    return text if _PLAIN_KEY.fullmatch(text) else _canonical(text)
+
+
 def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
     if isinstance(value, dict) and value:
         for key in sorted(value):
-            yield from _leaves(value[key], f"{path}.{key}" if path else str(key))
+            yield from _leaves(value[key], f"{path}.{_key(key)}" if path else _key(key))
     elif isinstance(value, list) and value:
         for i, item in enumerate(value):
             yield from _leaves(item, f"{path}[{i}]")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from rlgate.core.observations import encode_observation, token_digest
 from rlgate.serving.templates import (
     ChatTemplate,
     ThinkingMode,
@@ -70,6 +71,8 @@ class TestStockTemplate:
             tok, tpl, CONVERSATION, TOOLS, add_generation_prompt=True, enable_thinking=thinking
         )
         gate_record(template_sha256=tpl.sha256[:16], chars=len(text))
+        ids = tok.encode(text, add_special_tokens=False)  # how vLLM tokenizes a chat prompt
+        gate_record(observation=encode_observation({"prompt_ids": token_digest(ids)}))
         for needle in (
             "You are a software engineering agent.",
             "Run the tests.",

@@ -20,6 +20,7 @@ import pytest
 from rlgate.checks.recipe import check_recipe
 from rlgate.checks.registry import load_recipe
 from rlgate.checks.served import TOOL_CALL_IN_THINK_SHAPES, tool_call_in_reasoning
+from rlgate.core.observations import encode_observation
 from rlgate.core.resources import RECIPES
 from rlgate.recipe.findings import Severity
 from rlgate.recipe.load import functional_gate
@@ -72,6 +73,14 @@ def test_tool_call_written_before_think_close_reaches_the_agent(
         reasoning_parser=setup.reasoning_parser,
         tool_parser=setup.tool_parser,
     )
+    mode = "streaming" if streaming else "non_streaming"
+    calls = [{"name": name, "arguments": args} for name, args in outcome.calls]
+    parsed = {
+        "tool_calls": calls,
+        "content": outcome.content,
+        "reasoning_content": outcome.reasoning,
+    }
+    gate_record(observation=encode_observation({mode: parsed, "verdict": outcome.verdict}))
     check = CHECKS[streaming]
     reason = _documented(setup).get((check, shape))
     if reason is not None and _words(outcome.observed()) not in _words(reason):

@@ -13,7 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rlgate.core.observations import encode_observation, token_digest
 from rlgate.serving.contiguity import Call, Turn, model_output
+from rlgate.serving.observe import parsed_observation
 from rlgate.serving.templates import ThinkingMode
 
 TOOLS = [
@@ -78,13 +80,20 @@ def _ctx(setup):
     return ctx
 
 
-def _check(setup, calls, reasoning="Plan the edit."):
+def _check(setup, calls, reasoning="Plan the edit.", record=None):
     ctx = _ctx(setup)
     turn = Turn(reasoning, "", tuple(calls))
     text, ids = model_output(ctx, turn)
     parsers = setup.parsers()
     eager = parsers.parse(text, TOOLS, ids)
     stream = parsers.parse_streaming(ids, TOOLS, ctx.encode(""))
+    if record is not None:  # before the asserts: a failing testcase shows what came back too
+        observed = {
+            "non_streaming": parsed_observation(eager),
+            "streaming": parsed_observation(stream),
+        }
+        observed["model_output_ids"] = token_digest(ids)
+        record(observation=encode_observation(observed))
     want = [(c.name, dict(c.arguments)) for c in calls]
     assert [(c.name, c.arguments) for c in eager.calls] == want, f"non-streaming parse of {text!r}"
     assert [(c.name, c.arguments) for c in stream.calls] == want, f"streaming parse of {text!r}"
@@ -95,13 +104,15 @@ def _check(setup, calls, reasoning="Plan the edit."):
 class TestToolCallRoundTrip:
     @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
     def test_calls_round_trip_through_served_parsers(self, setup, case, gate_record):
-        _check(setup, CASES[case])
+        _check(setup, CASES[case], record=gate_record)
         gate_record(recipe=setup.recipe.name, tool_parser=setup.tool_parser)
 
 
 class TestReasoningRoundTrip:
     def test_reasoning_is_split_from_the_call(self, setup, gate_record):
-        ctx, eager, stream = _check(setup, CASES["plain"], reasoning="The bug is in util.py.")
+        ctx, eager, stream = _check(
+            setup, CASES["plain"], reasoning="The bug is in util.py.", record=gate_record
+        )
         gate_record(thinking=ctx.thinking.value, reasoning_parser=setup.reasoning_parser)
         if ctx.thinking is ThinkingMode.OPEN:
             assert (eager.reasoning or "").strip() == "The bug is in util.py."
@@ -109,10 +120,15 @@ class TestReasoningRoundTrip:
         else:
             assert not eager.reasoning and not stream.reasoning, "thinking is off: no reasoning"
 
-    def test_answer_without_call_stays_content(self, setup):
+    def test_answer_without_call_stays_content(self, setup, gate_record):
         ctx = _ctx(setup)
         text, ids = model_output(ctx, Turn("Done thinking.", "All tests pass now."))
         parsed = setup.parsers().parse(text, TOOLS, ids)
+        observed = {
+            "non_streaming": parsed_observation(parsed),
+            "model_output_ids": token_digest(ids),
+        }
+        gate_record(observation=encode_observation(observed))
         assert not parsed.calls
         assert (parsed.content or "").strip() == "All tests pass now."
         assert "</think>" not in (parsed.content or ""), "malformed thinking left in content"

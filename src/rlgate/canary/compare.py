@@ -14,6 +14,19 @@ Each testcase's state is one of :class:`State`; a change is classified (:class:`
 and per recipe, a change of ``recipe check``'s verdict (``compatible`` ->
 ``incompatible``...) with the findings that appeared or went. A regression (exit 1) is a
 testcase newly failing, or a recipe compatible on the pin and not on the candidate.
+
+Besides the states, what changed in behaviour (never a regression by itself, shown even when
+both testcases pass):
+
+* :class:`BehaviourChange`: a functional scenario whose observation
+  (:data:`rlgate.core.observations.OBSERVATION_PROPERTY`: what the real parsers returned,
+  the rendered prompt's token-id digest) differs, leaf by leaf;
+* :class:`rlgate.canary.probe.ProbeChange`: tool parsers, reasoning parsers, engine
+  arguments (NeMo RL's ``policy.generation.vllm_kwargs``), serving kwargs and chat-template
+  kwargs added or removed (the two stacks' probes).
+
+An observation that cannot be read (malformed, oversized: the JUnit is untrusted) is left
+out with a note in :attr:`Comparison.notes`.
 """
 
 from __future__ import annotations
@@ -24,19 +37,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlgate.canary.probe import ProbeChange, compare_probes
 from rlgate.core.junit import JunitCase, read_junit
+from rlgate.core.observations import OBSERVATION_PROPERTY, decode_observation, diff_observations
 from rlgate.core.results import Outcome
 from rlgate.core.text import unescape_controls
 
 __all__ = [
+    "BehaviourChange",
     "Comparison",
     "Kind",
     "RecipeChange",
     "State",
     "TestChange",
     "compare",
+    "compare_behaviour",
     "compare_recipes",
     "compare_tests",
+    "read_observations",
     "read_states",
 ]
 
@@ -110,6 +128,16 @@ class RecipeChange:
 
 
 @dataclass(frozen=True, slots=True)
+class BehaviourChange:
+    """A scenario whose observation differs: ``path: pinned -> candidate`` per leaf."""
+
+    test: str  # classname::name
+    differences: tuple[str, ...]
+
+    regression = False  # a behaviour change is shown, never gated on by itself
+
+
+@dataclass(frozen=True, slots=True)
 class Comparison:
     """The whole comparison: changes, and how many testcases did not change."""
 
@@ -117,6 +145,9 @@ class Comparison:
     recipes: tuple[RecipeChange, ...]
     unchanged: int
     counts: Mapping[str, int] = field(default_factory=dict)
+    behaviour: tuple[BehaviourChange, ...] = ()
+    probes: tuple[ProbeChange, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def regressions(self) -> list[TestChange | RecipeChange]:
@@ -151,6 +182,11 @@ class Comparison:
                 }
                 for c in self.recipes
             ],
+            "behaviour": [
+                {"test": c.test, "differences": list(c.differences)} for c in self.behaviour
+            ],
+            "probes": [c.as_dict() for c in self.probes],
+            "notes": list(self.notes),
         }
 
 
@@ -180,6 +216,46 @@ def read_states(paths: Iterable[str | os.PathLike[str]]) -> dict[str, Case]:
             for case in suite.cases:
                 out[f"{case.classname}::{case.name}"] = _case(case)
     return out
+
+
+def read_observations(
+    paths: Iterable[str | os.PathLike[str]],
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """``classname::name`` -> observation of every testcase that has one, and notes on bad ones."""
+    out: dict[str, dict[str, Any]] = {}
+    bad: list[str] = []
+    for path in paths:
+        for suite in read_junit(path):
+            for case in suite.cases:
+                raw = case.prop(OBSERVATION_PROPERTY)
+                doc, why = decode_observation(unescape_controls(raw) if raw is not None else None)
+                test = f"{case.classname}::{case.name}"
+                if doc is not None:
+                    out[test] = doc
+                elif why:
+                    bad.append(f"{test} ({why})")
+    notes = []
+    if bad:
+        shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+        notes.append(f"{len(bad)} observations ignored: {shown}")
+    return out, notes
+
+
+def compare_behaviour(
+    pinned: Mapping[str, Mapping[str, Any]], candidate: Mapping[str, Mapping[str, Any]]
+) -> list[BehaviourChange]:
+    """Scenarios (sorted) whose observations differ; one side only: said in one line."""
+    changes = []
+    for test in sorted(set(pinned) | set(candidate)):
+        before, after = pinned.get(test), candidate.get(test)
+        if before is None or after is None:
+            side = "the pin" if after is None else "the candidate"
+            changes.append(BehaviourChange(test, (f"observed on {side} only",)))
+            continue
+        differences = diff_observations(before, after)
+        if differences:
+            changes.append(BehaviourChange(test, tuple(differences)))
+    return changes
 
 
 def _kind(pinned: State, candidate: State) -> Kind:
@@ -257,10 +333,38 @@ def compare(
     candidate_junit: Iterable[str | os.PathLike[str]],
     pinned_recipes: Mapping[str, Any] | None = None,
     candidate_recipes: Mapping[str, Any] | None = None,
+    pinned_probe: Mapping[str, Any] | None = None,
+    candidate_probe: Mapping[str, Any] | None = None,
+    notes: Iterable[str] = (),
 ) -> Comparison:
-    """Compare the pin's and the candidate's functional tier and recipe checks."""
-    tests, unchanged = compare_tests(read_states(pinned_junit), read_states(candidate_junit))
+    """Compare the pin's and the candidate's functional tier, recipe checks and probes."""
+    pinned_junit, candidate_junit = list(pinned_junit), list(candidate_junit)
+    pinned_states, candidate_states = read_states(pinned_junit), read_states(candidate_junit)
+    tests, unchanged = compare_tests(pinned_states, candidate_states)
     recipes = compare_recipes(pinned_recipes, candidate_recipes)
+    seen_before, notes_before = read_observations(pinned_junit)
+    seen_after, notes_after = read_observations(candidate_junit)
+    both = set(pinned_states) & set(candidate_states)  # a testcase one side lacks: added/removed
+    behaviour = compare_behaviour(
+        {t: o for t, o in seen_before.items() if t in both},
+        {t: o for t, o in seen_after.items() if t in both},
+    )
+    probes = compare_probes(pinned_probe, candidate_probe)
     counts = {k.value: sum(c.kind is k for c in tests) for k in Kind}
     counts["recipes_changed"] = len(recipes)
-    return Comparison(tuple(tests), tuple(recipes), unchanged, counts)
+    counts["behaviour_changed"] = len(behaviour)
+    counts["probe_changes"] = len(probes)
+    all_notes = [
+        *notes,
+        *(f"pin: {n}" for n in notes_before),
+        *(f"candidate: {n}" for n in notes_after),
+    ]
+    return Comparison(
+        tuple(tests),
+        tuple(recipes),
+        unchanged,
+        counts,
+        tuple(behaviour),
+        tuple(probes),
+        tuple(all_notes),
+    )

@@ -56,6 +56,7 @@ __all__ = [
     "pinned_constraints",
     "resolve",
     "run_functional",
+    "run_probe",
     "run_recipe_check",
     "source_digest",
     "source_root",
@@ -375,6 +376,10 @@ def _clean_env() -> dict[str, str]:
 def _env_for(python: Path) -> dict[str, str]:
     if Path(python).resolve() == Path(sys.executable).resolve():
         env = dict(os.environ)
+        if env.get("PYTHONPATH"):  # the runs' cwd is their output folder: keep paths meaning here
+            env["PYTHONPATH"] = os.pathsep.join(
+                str(Path(p).resolve()) if p else p for p in env["PYTHONPATH"].split(os.pathsep)
+            )
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
         return env
@@ -403,6 +408,16 @@ def run_recipe_check(
         json=out / "recipes.json",
     )
     return _run_logged(cmd, python, out, "recipes.log")
+
+
+def run_probe(python: Path, out: Path, tokenizers: str | None) -> tuple[int, float]:
+    """:mod:`rlgate.canary.probe` with ``python``: its document to ``out/probe.json``."""
+    from rlgate.canary.probe import probe_command
+
+    out.mkdir(parents=True, exist_ok=True)
+    return _run_logged(
+        probe_command(python, out / "probe.json", tokenizers), python, out, "probe.log"
+    )
 
 
 def _run_logged(cmd: Command, python: Path, out: Path, log_name: str) -> tuple[int, float]:

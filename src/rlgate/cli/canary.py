@@ -78,6 +78,19 @@ def table(comparison: Any, label: str) -> str:
         )
         for c in comparison.recipes
     ]
+    rows += [
+        ("behaviour", c.test, "observed", "; ".join(c.differences)[:400])
+        for c in comparison.behaviour
+    ]
+    rows += [
+        (
+            c.kind,
+            c.where,
+            f"+{len(c.added)} -{len(c.removed)}",
+            " ".join([*(f"+{n}" for n in c.added), *(f"-{n}" for n in c.removed)])[:400],
+        )
+        for c in comparison.probes
+    ]
     if not rows:
         lines.append("  no testcase and no recipe verdict changed")
     else:
@@ -86,6 +99,7 @@ def table(comparison: Any, label: str) -> str:
         for row in [header, *rows]:
             cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)]
             lines.append("  " + "  ".join([*cells, row[-1]]).rstrip())
+    lines += [f"  note: {n}" for n in comparison.notes]
     verdict = "REGRESSION" if comparison.regressions else "no regression"
     lines.append(f"canary {label}: {verdict} ({len(comparison.regressions)} regressions)")
     return "\n".join(lines) + "\n"
@@ -118,7 +132,48 @@ def junit_text(comparison: Any, label: str) -> str:
             message=f"recipe check {r.pinned} -> {r.candidate}",
         )
         cases.append(JunitCase.of(result, classname=f"rlgate.canary.{label}.recipe"))
+    informational = "a change on the candidate, not a regression"
+    for b in comparison.behaviour:
+        result = Result(
+            name=b.test,
+            tier=Tier.FUNCTIONAL,
+            status=Outcome.PASS,
+            message="behaviour changed: " + "; ".join(b.differences),
+            informational=informational,
+        )
+        cases.append(
+            JunitCase.of(
+                result, classname=f"rlgate.canary.{label}.behaviour", facts={"change": "behaviour"}
+            )
+        )
+    for p in comparison.probes:
+        names = [*(f"+{n}" for n in p.added), *(f"-{n}" for n in p.removed)]
+        result = Result(
+            name=p.where,
+            tier=Tier.FUNCTIONAL,
+            status=Outcome.PASS,
+            message=f"{p.kind} added {len(p.added)}, removed {len(p.removed)}: " + " ".join(names),
+            informational=informational,
+        )
+        cases.append(
+            JunitCase.of(
+                result, classname=f"rlgate.canary.{label}.{p.kind}", facts={"change": p.kind}
+            )
+        )
     return write_junit([JunitSuite.of(f"rlgate.canary.{label}", cases)])
+
+
+def _probe(
+    canary_env: Any, python: Path, out: Path, tokenizers: str, side: str
+) -> tuple[dict[str, Any] | None, str]:
+    """The side's probe (parsers, engine args, kwargs), or None and a note why not."""
+    from rlgate.canary.probe import read_probe
+
+    code, seconds = canary_env.run_probe(python, out, tokenizers)
+    print(f"canary: probe of the {side} stack: exit {code}, {seconds:.0f} s")
+    if code != 0 or not (out / "probe.json").is_file():
+        return None, f"the probe of the {side} stack failed (exit {code}; log {out / 'probe.log'})"
+    return read_probe(out / "probe.json")
 
 
 def _cmd_canary(args: argparse.Namespace) -> int:
@@ -151,7 +206,7 @@ def _cmd_canary(args: argparse.Namespace) -> int:
         built = canary_env.build(resolution, cache, label=label)
         how = "reused" if built.reused else f"built in {built.seconds:.0f} s"
         print(f"canary {label}: environment {built.path} ({how})")
-        junits, docs = [], []
+        junits, docs, probes, notes = [], [], [], []
         for side, python in (("pinned", Path(sys.executable)), ("candidate", built.python)):
             out = work / side
             code, seconds = canary_env.run_functional(python, out, tokenizers)
@@ -173,7 +228,12 @@ def _cmd_canary(args: argparse.Namespace) -> int:
                         out / "recipes.json", what=f"recipe check JSON of the {side} stack"
                     )
             docs.append(doc)
-        comparison = compare([junits[0]], [junits[1]], docs[0], docs[1])
+            probe, note = _probe(canary_env, python, out, tokenizers, side)
+            probes.append(probe)
+            notes += [note] if note else []
+        comparison = compare(
+            [junits[0]], [junits[1]], docs[0], docs[1], probes[0], probes[1], notes=notes
+        )
     print(table(comparison, label), end="")
     if args.json_out:
         write_json_atomic(

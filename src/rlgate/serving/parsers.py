@@ -26,6 +26,7 @@ __all__ = [
     "ParsedCall",
     "ParsedOutput",
     "ServedParsers",
+    "engine_arg_names",
     "normalize_tool_call_arguments",
     "reasoning_parser_names",
     "serving_chat_parameters",
@@ -59,6 +60,17 @@ def reasoning_parser_names() -> tuple[str, ...]:
     from vllm.reasoning import ReasoningParserManager
 
     return tuple(sorted(ReasoningParserManager.list_registered()))
+
+
+@cache
+def engine_arg_names() -> tuple[str, ...]:
+    """Fields of vLLM's ``AsyncEngineArgs``: what NeMo RL's ``vllm_kwargs`` may hold."""
+    _import_vllm()
+    import dataclasses
+
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    return tuple(sorted(f.name for f in dataclasses.fields(AsyncEngineArgs)))
 
 
 def _check_name(kind: str, name: str, known: Sequence[str]) -> None:

@@ -49,6 +49,7 @@ from rlgate.history.model import (
     Quarantine,
     State,
     check_entry,
+    is_canary,
 )
 from rlgate.history.triage import Label, TriageLabel
 
@@ -229,6 +230,7 @@ def _nightlies_since(store: Store, entries: Sequence[Quarantine]) -> dict[int, i
                     ("nightly", r.context.nightly_id) if r.context.nightly_id else ("run", r.pk)
                     for r in stored
                     if r.context.recorded_at > q.added_at
+                    and not is_canary(r.context.branch)  # a canary is not a nightly of main
                     and (q.hardware is None or r.context.hardware == q.hardware)
                 }
                 out[q.id] = len(keys)

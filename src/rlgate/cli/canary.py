@@ -55,6 +55,27 @@ def add_canary(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--work-dir", help="write both stacks' JUnit, recipe JSON and logs here")
     p.add_argument("--json", dest="json_out", help="write the comparison as JSON here")
     p.add_argument("--junit", dest="junit_out", help="write a testcase per recipe and change here")
+    hist = p.add_argument_group("history (with --db; docs/history.md, Canaries)")
+    hist.add_argument(
+        "--db",
+        metavar="DB",
+        help="record the candidate stack's functional tier and recipe check as runs of the "
+        "branch canary/<stack> in this history database (an SQLite file, created if absent, "
+        "or postgresql://...); never part of main's triage, bands or quarantine counts",
+    )
+    hist.add_argument(
+        "--nightly-id",
+        help="the nightly the canary's runs belong to (default canary-<UTC time>); run ids "
+        "are <recipe>@canary/<stack>@<nightly id>",
+    )
+    hist.add_argument(
+        "--commit",
+        action="append",
+        default=[],
+        metavar="NAME=SHA",
+        help="a checkout's commit recorded with the canary's runs (repeatable: nemo_rl=..., "
+        "rlgate=...)",
+    )
     p.set_defaults(func=_cmd_canary)
 
 
@@ -179,11 +200,13 @@ def _probe(
 def _cmd_canary(args: argparse.Namespace) -> int:
     from rlgate.canary import env as canary_env
     from rlgate.canary.compare import compare
+    from rlgate.canary.record import document as canary_document
     from rlgate.canary.stack import parse_moves, stack_label
     from rlgate.core.io import read_json, write_json_atomic, write_text_atomic
 
     moves = parse_moves(args.moves)
     label = stack_label(moves)
+    packages = [m.name for m in moves]
     tokenizers = args.tokenizers
     if not tokenizers or not Path(tokenizers).is_dir():
         raise RlgateError(
@@ -198,6 +221,15 @@ def _cmd_canary(args: argparse.Namespace) -> int:
         Path(args.constraints) if args.constraints else None
     )
     cache = Path(args.cache_dir) if args.cache_dir else canary_env.default_cache_dir()
+    store, commits = None, {}
+    if args.db:  # before any work: a bad database or --commit is exit 2 now, not in an hour
+        from rlgate.cli.history import open_db
+        from rlgate.history.ingest import parse_pairs
+
+        commits = parse_pairs(args.commit, "--commit")
+        store = open_db(args.db)
+    elif args.commit or args.nightly_id:
+        raise RlgateError("--commit and --nightly-id say what --db records; give --db too")
     with tempfile.TemporaryDirectory(prefix="rlgate-canary-") as scratch:
         work = Path(args.work_dir) if args.work_dir else Path(scratch)
         resolution = canary_env.resolve(moves, constraints, work / "resolve")
@@ -234,18 +266,39 @@ def _cmd_canary(args: argparse.Namespace) -> int:
         comparison = compare(
             [junits[0]], [junits[1]], docs[0], docs[1], probes[0], probes[1], notes=notes
         )
+        doc = canary_document(
+            comparison, label=label, relaxed=resolution.relaxed, environment=str(built.path),
+            pinned_junit=[junits[0]], candidate_junit=[junits[1]], packages=packages,
+        )  # fmt: skip
+        if store is not None:
+            recorded = _record(store, args, [junits[1]], docs[1], packages, commits)
     print(table(comparison, label), end="")
     if args.json_out:
-        write_json_atomic(
-            args.json_out,
-            {
-                "command": "canary",
-                "stack": label,
-                "relaxed": list(resolution.relaxed),
-                "environment": str(built.path),
-                **comparison.as_dict(),
-            },
-        )
+        write_json_atomic(args.json_out, doc)
     if args.junit_out:
         write_text_atomic(args.junit_out, junit_text(comparison, label))
+    if store is not None:
+        print(f"canary {label}: recorded {len(recorded)} run(s) of branch {doc['branch']} "
+              f"in {store.shown}")  # fmt: skip
     return ExitCode.FAIL if comparison.regressions else ExitCode.OK
+
+
+def _record(
+    store: Any,
+    args: argparse.Namespace,
+    candidate_junit: list[Path],
+    recipe_doc: Any,
+    packages: list[str],
+    commits: dict[str, str],
+) -> list[Any]:
+    """Record the candidate's runs (``--db``) on the branch ``canary/<stack>``."""
+    from rlgate.canary.record import record_candidate
+    from rlgate.history.model import utc_now
+
+    now = utc_now()
+    nightly = args.nightly_id or f"canary-{now.strftime('%Y%m%dT%H%M%SZ')}"
+    with store:
+        return record_candidate(
+            store, candidate_junit, packages=packages, recipe_doc=recipe_doc,
+            nightly_id=nightly, recorded_at=now, commits=commits,
+        )  # fmt: skip

@@ -126,6 +126,7 @@ COMMANDS: dict[str, dict[str, Role]] = {
         "tokenizers": Role.ROOT,
         "out": D,
         "site": P,
+        "canary": P,  # rlgate canary --json, read (report/canary_section.py)
         **_DB,
     },
     "history record": {
@@ -170,6 +171,7 @@ COMMANDS: dict[str, dict[str, Role]] = {
         "work_dir": D,
         "json_out": F,
         "junit_out": F,
+        **_DB,  # --db: the candidate's runs recorded on canary/<stack>
     },
     "triage": {"candidate": P, "json_out": F, "junit_out": F, **_DB},
 }

@@ -47,6 +47,12 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--run", action=Extend, default=[], metavar="RUN_JSON", help="check-run --json")
     p.add_argument("--swe", metavar="SWE_JSON", help="rlgate swe compare --json output")
+    p.add_argument(
+        "--canary",
+        metavar="CANARY_JSON",
+        help='rlgate canary --json output: an "Upgrade canary" section (informational: it '
+        "never changes the verdict; its newly failing testcases and recipes are listed first)",
+    )
     # the recipe trained (model, cluster, template), the perf plot's baseline, the reward band
     RECIPE.add_to(p)
     BASELINE.add_to(p)
@@ -145,6 +151,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from rlgate.report.build import build_report, prepare_out_dir, write_report
 
     given = [*args.junit, *args.run, *args.band_run, args.swe, args.recipe, args.baseline]
+    given += [args.canary]
     given = [g for g in given if g]
     if args.demo:
         if given or args.db is not None:
@@ -170,8 +177,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
             quarantines = active_now(store, args.main_branch)
             history = store.runs(branch=args.main_branch, last=args.last + 1)
             if args.baseline_commit is not None:
+                from rlgate.history.model import is_canary
+
                 seen = {r.context.run_id for r in history}
-                base = store.runs(commit=args.baseline_commit, last=args.last + 1)
+                base = store.runs(
+                    commit=args.baseline_commit, last=args.last + 1,
+                    canaries=is_canary(args.main_branch),
+                )  # fmt: skip
                 history += [r for r in base if r.context.run_id not in seen]
         step = current()
         plots = "" if args.no_plots else ", drawing the plots"
@@ -192,6 +204,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             candidate=context,
             baseline_commit=args.baseline_commit,
             quarantines=quarantines,
+            canary=args.canary,
         )
         # after reading: every input is known to the output guard (run directories a run
         # JSON names included) and nothing is created on disk for inputs that turn out invalid

@@ -348,13 +348,17 @@ def _triage_recipe(
     history holds more (other hardware, models or the candidate's recordings took
     nightlies of the read).
     """
+    from rlgate.history.model import is_canary
     from rlgate.history.triage import nightlies, triage
 
     commit = args.baseline_commit
     branch = None if commit is not None else args.main_branch
     fetch = args.last + 1
     while True:
-        history = store.runs(recipe=recipe, branch=branch, commit=commit, last=fetch)
+        history = store.runs(
+            recipe=recipe, branch=branch, commit=commit, last=fetch,
+            canaries=is_canary(args.main_branch),
+        )  # fmt: skip
         labels = triage(
             results, history, main_branch=args.main_branch, last=args.last,
             flaky_rate=args.flaky_rate, recipe=recipe, commit=commit, hardware=hardware,

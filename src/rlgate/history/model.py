@@ -30,12 +30,15 @@ from rlgate.core.validate import LineText, as_utc
 from rlgate.swe.records import Outcome as SweOutcome
 
 __all__ = [
+    "CANARY_PREFIX",
     "MAX_ID_CHARS",
     "CommitRef",
     "RecordedRun",
     "RunContext",
     "SweInstanceRow",
     "SweOutcome",
+    "check_canary_branch",
+    "is_canary",
     "last_nightlies",
     "nightly_key",
     "utc_now",
@@ -52,6 +55,28 @@ def _stripped(text: str) -> str:
 
 
 Name = Annotated[LineText, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_stripped)]
+
+
+#: The branches of ``rlgate canary --db`` (rlgate.history.canary): never main's history.
+CANARY_PREFIX = "canary/"
+_PART = r"[a-z0-9][a-z0-9.!+-]*"  # a canonical name, a dash, a normalized PEP 440 version
+_SLUG = re.compile(rf"{_PART}(?:_{_PART})*")
+
+
+def is_canary(branch: str | None) -> bool:
+    """True for a canary branch (``canary/...``)."""
+    return branch is not None and branch.startswith(CANARY_PREFIX)
+
+
+def check_canary_branch(branch: str) -> str:
+    """``branch`` if it is a well-formed canary branch (ValueError saying why not)."""
+    slug = branch.removeprefix(CANARY_PREFIX)
+    if len(branch) > MAX_ID_CHARS or not _SLUG.fullmatch(slug):
+        raise ValueError(
+            f"{one_line(branch)[:80]!r} is not a canary branch: canary/<package>-<version>"
+            "[_<package>-<version>...] in lower case (e.g. canary/vllm-0.26.0)"
+        )
+    return branch
 
 
 def utc_now() -> datetime:
@@ -88,6 +113,11 @@ class RunContext(_Record):
     label: Name | None = None
     overrides: tuple[LineText, ...] = ()
     source: LineText | None = None
+
+    @field_validator("branch")
+    @classmethod
+    def _canary(cls, value: str | None) -> str | None:
+        return check_canary_branch(value) if is_canary(value) else value
 
     @field_validator("recorded_at")
     @classmethod

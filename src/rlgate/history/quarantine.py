@@ -51,6 +51,7 @@ from rlgate.history.model import (
     Quarantine,
     State,
     check_entry,
+    is_canary,
 )
 from rlgate.history.triage import Label, TriageLabel
 
@@ -233,7 +234,7 @@ def _nightlies_since(
                     ("nightly", r.context.nightly_id) if r.context.nightly_id else ("run", r.pk)
                     for r in stored
                     if r.context.recorded_at > q.added_at
-                    and r.context.branch == main_branch
+                    and r.context.branch == main_branch  # never a canary, a bisect step
                     and (q.hardware is None or r.context.hardware == q.hardware)
                 }
                 out[q.id] = len(keys)

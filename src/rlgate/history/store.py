@@ -62,6 +62,7 @@ from rlgate.history.model import (
     RecordedRun,
     RunContext,
     SweInstanceRow,
+    is_canary,
     last_nightlies,
     utc_now,
 )
@@ -751,6 +752,12 @@ class Store:
         from rlgate.history.bands import promotion_blockers
 
         run = self.run(run_id)
+        if is_canary(run.context.branch):
+            raise RlgateError(
+                f"run {run_id!r} is a canary run (branch {run.context.branch}): a candidate "
+                "stack's run never serves the pinned stack's reference band",
+                hint="promote a run of the pinned stack",
+            )
         if not self.steps(run_id):
             raise RlgateError(
                 f"run {run_id!r} has no per-step metrics in {self.shown}: it cannot serve "
@@ -891,12 +898,15 @@ class Store:
         label: str | None = None,
         hardware: str | None = None,
         commit: CommitRef | None = None,
+        canaries: bool = True,
     ) -> list[RecordedRun]:
         """Recorded runs, newest first (by ``recorded_at``), with their Results.
 
         ``last`` counts nightlies: the runs of the ``last`` most recent distinct
         ``nightly_id`` values, a run without one counting as a nightly of its own.
         ``commit``: only runs whose recorded commits hold it (:class:`CommitRef`).
+        ``canaries`` False: no run of a canary branch (``canary/...``), before ``last``
+        counts nightlies (a canary never takes a main nightly's place).
         """
         if last is not None and last < 1:
             raise RlgateError(f"last must be >= 1, got {last}")
@@ -914,6 +924,8 @@ class Store:
             rows = self._contexts(conn, where)
             if commit is not None:
                 rows = [r for r in rows if commit.matches(r.context.commits)]
+            if not canaries:
+                rows = [r for r in rows if not is_canary(r.context.branch)]
             if last is not None:
                 rows = last_nightlies(rows, last, lambda row: row.context)
             return self._recorded(conn, rows)
@@ -947,7 +959,11 @@ class Store:
         hw = _RUNS.c.hardware.is_(None) if hardware is None else _RUNS.c.hardware == hardware
         with self._begin() as conn:
             # promotion is read by the runs reader (a flag rlgate did not write is named)
-            rows = [r for r in self._contexts(conn, [_RUNS.c.recipe == recipe, hw]) if r.promoted]
+            rows = [
+                r
+                for r in self._contexts(conn, [_RUNS.c.recipe == recipe, hw])
+                if r.promoted and not is_canary(r.context.branch)  # a canary is no band
+            ]
             if overrides is not None:
                 rows = [r for r in rows if list(r.context.overrides) == list(overrides)]
             return self._recorded(conn, rows)

@@ -200,6 +200,7 @@ def build_report(
     baseline_commit: CommitRef | None = None,
     links: Mapping[str, str] = MappingProxyType({}),
     quarantines: Sequence[QuarantineState] = (),
+    canary: str | os.PathLike[str] | None = None,
 ) -> ReleaseReport:
     """Read every input, decide, tell the story and (unless ``draw_plots`` is off) plot.
 
@@ -210,8 +211,15 @@ def build_report(
     ``links``: kind -> https URL, from :func:`rlgate.core.links.report_links` (never an input).
     ``quarantines``: the active quarantine entries (``--db``): the verdict waives their
     checks' failures and says so (:func:`rlgate.report.verdict.verdict_text`).
+    ``canary``: an ``rlgate canary --json`` document, shown in its own section; it never
+    changes the verdict (:mod:`rlgate.report.canary_section`).
     """
     evidence = load_junit(junit)
+    canary_doc = None
+    if canary is not None:
+        from rlgate.report.canary_section import load_canary
+
+        canary_doc = load_canary(canary)
     run_docs = _load_runs(runs)
     swe_doc = (Path(swe), load_swe_doc(swe)) if swe is not None else None
     tiers = summarise_tiers(evidence.cases)
@@ -254,6 +262,7 @@ def build_report(
     )
     given = [*junit, *runs, *([swe] if swe else []), *([recipe] if recipe else [])]
     given += [*([baseline] if baseline else []), *_paths(band_runs)]
+    given += [canary] if canary is not None else []
     listed = [p for p in given if Path(p).is_file() or Path(p).is_dir()]
     return ReleaseReport(
         title=("DEMO — " if demo else "") + "rlgate release report",
@@ -278,6 +287,7 @@ def build_report(
         ),
         triage=triage,
         links=tuple(links.items()),
+        canary=canary_doc,
     )
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlgate.checks.document import RunDocument
+from rlgate.report.canary_section import CanarySection
 from rlgate.report.inputs import Case, JunitEvidence, SweDoc
 from rlgate.report.plots import Figure
 from rlgate.report.story import RecipeFacts, TrainingTime, VersionFacts
@@ -49,6 +50,8 @@ class ReleaseReport:
     #: (kind, https URL) from the site config's templates and the CI's variables, never an
     #: input's (rlgate.core.links; checked again by rlgate.report.document.Link)
     links: tuple[tuple[str, str], ...] = ()
+    #: ``--canary``: an upgrade canary's comparison (informational: never a blocker)
+    canary: CanarySection | None = None
 
     @property
     def verdict_text(self) -> str:

@@ -320,4 +320,5 @@ def report_payload(report: ReleaseReport) -> dict[str, Any]:
         "notes": list(report.notes),
         "unattributed_testcases": sum(c.tier is Tier.OTHER for c in report.junit.cases),
         "triage": report.triage.to_json() if report.triage else None,
+        **({"canary": report.canary.as_json()} if report.canary else {}),
     }

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from rlgate.core.junit import format_value
 from rlgate.core.results import Outcome
+from rlgate.report.canary_section import canary_report_section
 from rlgate.report.document import (
     Bullets,
     Cell,
@@ -498,6 +499,7 @@ SECTIONS: list[SectionBuilder] = [
     links_section,  # site config templates and CI variables (rlgate.core.links)
     plots_section,
     triage_report_section,  # with a history (--db): report/triage_section.py
+    canary_report_section,  # with --canary: report/canary_section.py (informational)
     swe_section,
     runs_section,
     evidence_section,

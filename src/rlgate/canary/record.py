@@ -1,0 +1,121 @@
+"""A canary's outputs beyond the table: its JSON document and its record in the history.
+
+:func:`document` is what ``rlgate canary --json`` writes (the report's ``--canary`` reads
+it, :mod:`rlgate.report.canary_section`); :func:`record_candidate` records the candidate
+stack's functional tier and ``recipe check`` as runs of the branch ``canary/<stack>``
+(:mod:`rlgate.history.canary`: never in main's triage windows, bands or quarantine counts).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from rlgate.canary.compare import Comparison
+from rlgate.core.errors import RlgateError
+from rlgate.core.junit import read_junit
+from rlgate.core.text import unescape_controls
+from rlgate.history.ingest import VERSION_PREFIX
+
+if TYPE_CHECKING:
+    from rlgate.history.model import RunContext
+    from rlgate.history.store import Store
+
+__all__ = ["document", "junit_versions", "record_candidate", "stack_branch"]
+
+
+def junit_versions(paths: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
+    """The ``rlgate.version.*`` suite properties of JUnit files: the stack that ran them."""
+    out: dict[str, str] = {}
+    for path in paths:
+        for suite in read_junit(path):
+            for key, value in suite.properties:
+                if key.startswith(VERSION_PREFIX):
+                    name = unescape_controls(key.removeprefix(VERSION_PREFIX))
+                    out.setdefault(name, unescape_controls(value))
+    return out
+
+
+def stack_branch(packages: Iterable[str], candidate_junit: Sequence[str | os.PathLike[str]]) -> str:
+    """``canary/<pkg>-<version>[_...]``: the moved packages as the candidate reports them.
+
+    Raises:
+        RlgateError: the candidate's JUnit states no version of a moved package (exit 2).
+    """
+    from rlgate.history.canary import canary_branch
+
+    try:
+        return canary_branch(packages, junit_versions(candidate_junit))
+    except ValueError as exc:
+        raise RlgateError(
+            f"cannot name the canary branch: {exc}",
+            hint="the functional tier's JUnit states rlgate.version.* properties",
+        ) from None
+
+
+def document(
+    comparison: Comparison,
+    *,
+    label: str,
+    relaxed: Sequence[str],
+    environment: str,
+    pinned_junit: Sequence[str | os.PathLike[str]],
+    candidate_junit: Sequence[str | os.PathLike[str]],
+    packages: Iterable[str],
+) -> dict[str, Any]:
+    """The ``rlgate canary --json`` document (``report --canary`` reads it)."""
+    tracked = ("vllm", "transformers", "tokenizers", "nemo-gym", "torch")
+    pinned, candidate = junit_versions(pinned_junit), junit_versions(candidate_junit)
+    try:
+        branch: str | None = stack_branch(packages, candidate_junit)
+    except RlgateError:  # a candidate that reports no version of a moved package
+        branch = None
+    return {
+        "command": "canary",
+        "stack": label,
+        "branch": branch,
+        "pinned_versions": {k: pinned[k] for k in tracked if k in pinned},
+        "candidate_versions": {k: candidate[k] for k in tracked if k in candidate},
+        "relaxed": list(relaxed),
+        "environment": environment,
+        **comparison.as_dict(),
+    }
+
+
+def record_candidate(
+    store: Store,
+    candidate_junit: Sequence[str | os.PathLike[str]],
+    *,
+    packages: Iterable[str],
+    recipe_doc: Mapping[str, object] | None,
+    nightly_id: str,
+    recorded_at: datetime,
+    commits: Mapping[str, str] | None = None,
+    label: str | None = None,
+) -> list[RunContext]:
+    """Record the candidate's runs (one per recipe) on its canary branch; their contexts.
+
+    Every run id is checked before anything is recorded: one already in the store is
+    refused (exit 2) and nothing is recorded.
+    """
+    from rlgate.history.canary import canary_runs
+
+    try:
+        runs = canary_runs(
+            candidate_junit, packages=packages, recipe_doc=recipe_doc, nightly_id=nightly_id,
+            recorded_at=recorded_at, commits=commits, label=label,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise RlgateError(f"cannot record the canary: {exc}") from None
+    for context, _ in runs:
+        if store.exists(context.run_id):
+            raise RlgateError(
+                f"run {context.run_id!r} is already recorded in {store.shown}; nothing was "
+                "recorded",
+                hint="give this canary another --nightly-id",
+            )
+    for context, results in runs:
+        store.record(context, results, {}, [])
+    return [context for context, _ in runs]

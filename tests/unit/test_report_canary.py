@@ -1,0 +1,186 @@
+"""``rlgate report --canary CANARY.json``: the "Upgrade canary" section, informational.
+
+Inputs are real: the comparison of the real functional-tier JUnit of vLLM 0.25.1 and 0.26.0
+(tests/unit/data/canary/), and one of JUnit written by real pytest runs where a testcase
+breaks, one heals and a strict xfail is lifted, each turned into the JSON ``rlgate canary
+--json`` writes by the same function. The canary JSON is untrusted: bad shapes are exit 2
+with one line, hostile names stay literal text.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from rlgate.canary.compare import compare
+from rlgate.canary.record import document
+from rlgate.cli.app import main
+from rlgate.core.errors import ExitCode
+from rlgate.core.io import write_json_atomic
+
+from .test_canary_compare import _junit
+from .test_report_injection import HOSTILE, _own_links_and_images_only, _parse, _rendered
+
+DATA = Path(__file__).parent / "data" / "canary"
+PIN = DATA / "functional-vllm-0.25.1.xml"
+CAND = DATA / "functional-vllm-0.26.0.xml"
+RECIPES = (
+    {"reports": [{"name": "target", "status": "compatible", "findings": []}]},
+    {"reports": [{"name": "target", "status": "incompatible", "findings": [
+        {"severity": "error", "code": "parser-missing", "key": "policy.generation"}]}]},
+)  # fmt: skip
+
+
+def _doc(pinned, candidate, recipes=(None, None)) -> dict:
+    return document(
+        compare([pinned], [candidate], *recipes), label="vllm==0.26.0",
+        relaxed=["tokenspeed-mla==0.1.2"], environment="/cache/canary/k", pinned_junit=[PIN],
+        candidate_junit=[CAND], packages=["vllm"],
+    )  # fmt: skip
+
+
+def _write(path: Path, doc: dict) -> Path:
+    write_json_atomic(path, doc)
+    return path
+
+
+@pytest.fixture(scope="module")
+def changed(tmp_path_factory) -> dict:
+    """A canary document with every kind of change and a recipe regression."""
+    tmp = tmp_path_factory.mktemp("canary")
+    doc = _doc(_junit(tmp, "0"), _junit(tmp, "1"), RECIPES)
+    assert doc["regression"] is True
+    return doc
+
+
+def _report(tmp_path: Path, name: str, *extra: str, capsys=None) -> tuple[int, Path]:
+    out = tmp_path / name
+    code = main(["report", "--junit", str(PIN), "--out", str(out), "--no-plots", *extra])
+    return code, out
+
+
+def test_a_regressing_canary_is_shown_first_and_never_changes_the_verdict(
+    tmp_path: Path, changed: dict, capsys
+) -> None:
+    canary = _write(tmp_path / "canary.json", changed)
+    code_without, plain = _report(tmp_path, "plain")
+    code_with, out = _report(tmp_path, "with", "--canary", str(canary))
+    assert code_with == code_without  # informational: the pinned stack's verdict stands
+    before = json.loads((plain / "report.json").read_text())
+    after = json.loads((out / "report.json").read_text())
+    assert after["verdict"] == before["verdict"] and after["blockers"] == before["blockers"]
+    assert "canary" not in before
+    assert after["canary"]["blocks_release"] is False and after["canary"]["regression"] is True
+    assert after["canary"]["counts"] == {
+        "newly-failing": 1, "newly-passing": 1, "limitation-lifted": 1, "changed": 1,
+        "added": 0, "removed": 0, "unchanged": 1,
+    }  # fmt: skip
+    assert [t.rsplit("::", 1)[1] for t in after["canary"]["newly_failing"]] == ["test_breaks"]
+    assert after["canary"]["recipes_regressed"] == ["target"]
+    md = (out / "report.md").read_text()
+    section = md[md.index('## <a id="canary"></a>Upgrade canary') :]
+    section = section[: section.index("\n## ", 5)]
+    assert "`vllm==0.26.0`" in section and "`canary/vllm-0.26.0`" in section
+    assert "does not change this report's verdict" in section
+    assert "1 newly failing, 1 newly passing, 1 strict xfail(s) lifted" in section
+    assert "| `vllm` | 0.25.1 | 0.26.0 | yes |" in section
+    assert "| `torch` | 2.11.0 | 2.11.0 |  |" in section
+    assert "Candidate stack `vllm==0.26.0` against the pin" in section
+    breaks = section[section.index("### Would break on the candidate") :]
+    breaks = breaks[: breaks.index("### Other changes")]
+    assert "- **recipe** `target`: recipe check compatible -\\> incompatible" in breaks
+    assert "test_breaks" in breaks and "tool_calls == \\[\\] on the candidate" in breaks
+    assert "test_heals" not in breaks
+    other = section[section.index("### Other changes") :]
+    assert "limitation-lifted" in other and "F-7: qwen3_coder drops a call" in other
+    html = (out / "report.html").read_text()
+    assert "Upgrade canary" in html and 'id="canary"' in html
+    assert str(canary) in {i["path"] for i in after["inputs"]}
+
+
+def test_the_real_two_stack_canary_says_nothing_changed(tmp_path: Path) -> None:
+    canary = _write(tmp_path / "canary.json", _doc(PIN, CAND))
+    _, out = _report(tmp_path, "out", "--canary", str(canary))
+    md = (out / "report.md").read_text()
+    assert "No testcase and no recipe verdict changed." in md
+    assert "0 newly failing" in md and "208 testcases unchanged" in md
+    assert json.loads((out / "report.json").read_text())["canary"]["regression"] is False
+
+
+def test_hostile_names_in_a_canary_stay_literal_text(tmp_path: Path, changed: dict) -> None:
+    doc = copy.deepcopy(changed)
+    for i, test in enumerate(doc["tests"]):
+        test["test"] = HOSTILE[i % len(HOSTILE)].replace("\n", " ") + f" {i}"
+        test["detail"] = HOSTILE[(i + 3) % len(HOSTILE)]
+    doc["recipes"][0]["recipe"] = "<script>alert(2)</script>"
+    doc["recipes"][0]["appeared"] = ["[click me](javascript:alert(1))"]
+    doc["stack"] = "![pixel](https://evil.example/p.png)"
+    canary = _write(tmp_path / "canary.json", doc)
+    _, out = _report(tmp_path, "out", "--canary", str(canary))
+    md, html = (out / "report.md").read_text(), (out / "report.html").read_text()
+    rendered = _rendered(md)
+    _own_links_and_images_only(_parse(rendered).tags, "plots/")
+    _own_links_and_images_only(_parse(html).tags, "data:image/png")
+    assert "<script" not in rendered.lower() and "<script" not in html.lower()
+    assert "javascript:alert(1)" in rendered  # visible as text
+    assert "evil.example/p.png" in rendered
+
+
+def _bad(changed: dict):
+    def unknown_kind(d):
+        d["tests"][0]["kind"] = "newly-broken"
+
+    def wrong_type(d):
+        d["unchanged"] = "1"
+
+    def huge(d):
+        d["tests"][0]["test"] = "x" * 5000
+
+    def control(d):
+        d["tests"][0]["test"] = "name\x1b[2Kerased"
+
+    def contradiction(d):
+        d["regression"] = False
+
+    def regression_flag(d):
+        d["tests"][0]["regression"] = not d["tests"][0]["regression"]
+
+    def other_command(d):
+        d["command"] = "triage"
+
+    def unknown_state(d):
+        d["tests"][0]["candidate"] = "passed"
+
+    return [unknown_kind, wrong_type, huge, control, contradiction, regression_flag,
+            other_command, unknown_state]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_a_bad_canary_json_exits_2_with_one_line(
+    tmp_path: Path, changed: dict, case: int, capsys
+) -> None:
+    doc = copy.deepcopy(changed)
+    _bad(changed)[case](doc)
+    canary = _write(tmp_path / "canary.json", doc)
+    capsys.readouterr()
+    code, out = _report(tmp_path, "out", "--canary", str(canary))
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE, err
+    assert err.count("rlgate: error:") == 1 and "canary JSON" in err
+    assert len([line for line in err.splitlines() if line.startswith("rlgate: error:")]) == 1
+    assert "Traceback" not in err and not re.search("[\x00-\x08\x1b]", err)
+    assert not out.exists()  # nothing written for an invalid input
+
+
+@pytest.mark.parametrize("text", ["[]", "not json", '"a string"'])
+def test_a_canary_file_that_is_no_object_exits_2(tmp_path: Path, text: str, capsys) -> None:
+    canary = tmp_path / "canary.json"
+    canary.write_text(text)
+    code, out = _report(tmp_path, "out", "--canary", str(canary))
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE and err.count("rlgate: error:") == 1 and "canary JSON" in err
+    assert not out.exists()

@@ -51,7 +51,6 @@ from rlgate.history.model import (
     Quarantine,
     State,
     check_entry,
-    is_canary,
 )
 from rlgate.history.triage import Label, TriageLabel
 

@@ -208,10 +208,14 @@ class LocalBackend:
         """The wrapper script and the driver command it runs."""
         if plan.nodes != 1:
             raise LaunchError(
-                f"{plan.label}: the job needs {plan.nodes} nodes; the local backend "
+                f"{plan.label}: "
+                + (f"cluster.num_nodes is {plan.nodes}" if plan.recipe else f"--nodes {plan.nodes}")
+                + "; the local backend "
                 "runs on this one machine",
                 hint="use --backend slurm or ray, or override cluster.num_nodes=1 (and a "
-                "one-node topology)",
+                "one-node topology)"
+                if plan.recipe
+                else "use --launch slurm or ray, or --nodes 1",
             )
         return f"{_wrapper(plan)}# launch/driver_command.sh:\n{plan.command}\n"
 

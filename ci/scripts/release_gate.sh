@@ -23,6 +23,10 @@
 #     RLGATE_SWE_BEFORE_URL, RLGATE_SWE_AFTER_URL  their vLLM servers (gym: required;
 #                          nemo-skills: without them ns eval hosts the checkpoint itself)
 #     RLGATE_SWE_GYM_INPUT, RLGATE_SWE_SIF  gym: Gym-format Verified rows, .sif template
+#     RLGATE_SWE_LAUNCH    gym: slurm | ray | local submits each model's collection as one job
+#                          through rlgate's launcher (RLGATE_SITE, RLGATE_NEMO_RL_DIR,
+#                          RLGATE_SWE_NODES), then `rlgate watch`es it to its end; unset: the
+#                          commands run in this job (inside an allocation)
 #     RLGATE_SWE_CLUSTER   nemo-skills: the cluster config ns eval submits through (its jobs
 #                          run on Slurm after this script: rerun it to compare; finished
 #                          seeds are not submitted again)
@@ -73,7 +77,17 @@ cluster_evaluate() {  # arm, model, server url -> prints what swe compare reads
   [[ -n $url ]] && args+=(--server-url "$url")
   if [[ $RLGATE_SWE_BACKEND == gym ]]; then
     args+=(--gym-input "$RLGATE_SWE_GYM_INPUT" --container-formatter "$RLGATE_SWE_SIF")
-    "${RLGATE[@]}" swe eval "${args[@]}" >&2 || return 1
+    if [[ -n ${RLGATE_SWE_LAUNCH:-} ]]; then  # one job through rlgate's launcher, watched
+      local run_dir="$REPORTS/swe_launch/$arm-$stamp"
+      "${RLGATE[@]}" swe eval "${args[@]}" --launch "$RLGATE_SWE_LAUNCH" --run-dir "$run_dir" \
+        --nodes "${RLGATE_SWE_NODES:-1}" >&2 || return 1
+      if [[ -f $run_dir/rlgate_manifest.json ]]; then  # else nothing was left to run
+        "${RLGATE[@]}" watch "$run_dir" --interval "${RLGATE_WATCH_INTERVAL:-300}" >&2 ||
+          return 1
+      fi
+    else
+      "${RLGATE[@]}" swe eval "${args[@]}" >&2 || return 1
+    fi
     echo "$out/rollouts.jsonl"
   else
     "${RLGATE[@]}" swe eval "${args[@]}" --cluster "$RLGATE_SWE_CLUSTER" >&2 || return 1

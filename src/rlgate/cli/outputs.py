@@ -112,6 +112,8 @@ COMMANDS: dict[str, dict[str, Role]] = {
         "run_dir": D,
         "output_dir": D,  # the gym / nemo-skills results (what it holds is resumed)
         "gym_input": P,
+        "site": P,
+        "nemo_rl_dir": Role.CHECKOUT,
         # paths on the cluster, passed to the engine as they are (never read or written here)
         "gym_config": Role.NAME,
         "container_formatter": Role.NAME,
@@ -183,9 +185,11 @@ NOT_PATHS = frozenset(
         "before_model", "branch", "cancel_stalled", "cap", "check", "cluster", "commit",
         "concurrency", "condition", "cpus_per_instance", "demo", "discordance", "dry_run",
         "entrypoint", "exclude", "flaky_rate", "follow", "force", "format", "hardware",
-        "harness_run_id", "help", "instance_ids", "interval", "keep_last", "label", "last", "list",
+        "gpus_per_node", "harness_run_id", "help", "instance_ids", "interval", "keep_last",
+        "label", "last", "launch", "list",
         "main_branch", "margin_pp", "max_infra_error_rate", "max_steps", "max_workers", "minutes",
         "minutes_per_instance", "modal", "model", "n", "nightly_id", "no_cache", "no_check",
+        "nodes",
         "no_plots", "no_retry", "noise_fraction", "override", "overrides", "parser_lengths",
         "power", "quiet",
         "ray_address", "recipe_name", "repeats", "resamples", "run_id", "run_ids", "seed", "seeds",

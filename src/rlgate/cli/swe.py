@@ -217,7 +217,12 @@ def add_swe(sub: argparse._SubParsersAction) -> None:
         metavar="ID",
         help="evaluate only these instances (default: every instance of the split)",
     )
-    e.add_argument("--run-dir", type=Path, help="default: swe_runs/<harness-run-id>")
+    e.add_argument(
+        "--run-dir",
+        type=Path,
+        help="docker: default swe_runs/<harness-run-id>; --launch: the new run directory "
+        "(default: <runs_root>/swe-<output dir name>-<time>)",
+    )
     e.add_argument("--modal", action="store_true", help="run on Modal instead of Docker")
     e.add_argument("--allow-pull", action="store_true", help="let the harness pull images")
     e.add_argument("--no-retry", action="store_true", help="do not retry infra failures")
@@ -280,7 +285,47 @@ def _add_cluster_eval(e: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a Hydra key for the engine (gym: +KEY=VALUE of ng_run; nemo-skills: ++KEY=VALUE)",
     )
-    g.add_argument("--dry-run", action="store_true", help="print the commands and the cost")
+    g.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the commands and the cost (with --launch: also the job's script)",
+    )
+    j = e.add_argument_group("launching (gym): the plan as one job through rlgate's launcher")
+    j.add_argument(
+        "--launch",
+        choices=["slurm", "ray", "local"],
+        help="gym: submit the plan as one job, as `rlgate launch --backend` does (slurm: "
+        "sbatch NeMo RL's ray.sub; ray: a Ray cluster's job API; local: a detached process "
+        "here); follow it with `rlgate watch RUN_DIR`; a relaunch resumes. Not for "
+        "nemo-skills (ns eval --cluster submits itself)",
+    )
+    j.add_argument(
+        "--site", default=os.environ.get("RLGATE_SITE"), help="--launch: site config YAML"
+    )
+    j.add_argument(
+        "--nemo-rl-dir",
+        default=os.environ.get("RLGATE_NEMO_RL_DIR"),
+        help="--launch: the NeMo RL checkout the job starts from (slurm: its ray.sub; "
+        "default: $RLGATE_NEMO_RL_DIR, else the site config's nemo_rl_dir)",
+    )
+    j.add_argument("--ray-address", help="--launch ray: the job API, http://<head>:8265")
+    j.add_argument(
+        "--nodes",
+        type=int_in(1, 4096),
+        default=1,
+        help="--launch: nodes of the job (the sandboxes spread over them; default 1)",
+    )
+    j.add_argument(
+        "--gpus-per-node",
+        type=int_in(1, 64),
+        default=8,
+        help="--launch: GPUs per node of the job (ray.sub's GPUS_PER_NODE; default 8)",
+    )
+    j.add_argument(
+        "--minutes",
+        type=int_in(1, 7 * 24 * 60),
+        help="--launch: the job's time limit (default: the plan's wall-time bound + 60)",
+    )
 
 
 def _cmd_swe_compare(args: argparse.Namespace) -> int:
@@ -505,6 +550,12 @@ def _cmd_cluster_eval(args: argparse.Namespace) -> int:
     missing = [f for f, v in (("--model", args.model), ("--output-dir", args.output_dir)) if not v]
     if missing:
         raise RlgateError(f"swe eval --backend {args.backend} needs {' and '.join(missing)}")
+    if args.launch and args.backend != "gym":
+        raise RlgateError(
+            f"--launch is for --backend gym; --backend {args.backend} runs ns eval, which "
+            "submits itself through its own cluster config (--cluster)",
+            hint="drop --launch: ns eval --cluster=<config> is the Slurm submission",
+        )
     universe = load_universe(args.dataset, split=args.split)
     ids = tuple(args.instance_ids) or universe.ids
     if unknown := sorted(set(ids) - set(universe.ids)):
@@ -530,9 +581,51 @@ def _cmd_cluster_eval(args: argparse.Namespace) -> int:
         )
     )
     print(_render_plan(plan))
+    if args.launch:
+        return _launch_plan(plan, args)
     if args.dry_run or plan.remaining == 0:
         return ExitCode.OK
     return _run_plan(plan)
+
+
+def _launch_plan(plan: Any, args: argparse.Namespace) -> int:
+    """``--launch``: the plan as one job through rlgate's launcher (rlgate.launch.swe_eval)."""
+    from rlgate.launch.manifest import Backend
+    from rlgate.launch.plan import backend_for, require_pass_env
+    from rlgate.launch.site import load_site_config, with_ray_address
+    from rlgate.launch.swe_eval import JOB_SCRIPT, launch_swe_eval, plan_swe_launch
+
+    if plan.remaining == 0:
+        print("nothing to launch: every rollout is graded")
+        return ExitCode.OK
+    site = with_ray_address(load_site_config(args.site), args.ray_address)
+    job = plan_swe_launch(
+        plan,
+        backend=Backend(args.launch),
+        site=site,
+        run_dir=args.run_dir,
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        minutes=args.minutes,
+        nemo_rl_dir=args.nemo_rl_dir,
+    )
+    rendered = backend_for(job.backend, site).render(job)
+    hours = "n/a" if job.gpu_hours is None else f"{job.gpu_hours:g}"
+    cost = (
+        f"1 job x {job.nodes} nodes x {job.gpus_per_node} GPUs x {job.minutes} min = "
+        f"{hours} GPU-hours allocated"
+    )
+    if args.dry_run:
+        print(rendered, end="")
+        print(f"# {JOB_SCRIPT}:")
+        print(job.files[JOB_SCRIPT], end="")
+        print(f"# rlgate dry run, nothing submitted: {cost}")
+        return ExitCode.OK
+    require_pass_env(job.pass_env)
+    manifest = launch_swe_eval(job, plan)
+    print(f"launched {manifest.run_name} on {args.launch}: job(s) {' '.join(manifest.job_ids)}")
+    print(f"run dir {manifest.run_dir} ({cost}); follow it: rlgate watch {manifest.run_dir}")
+    return ExitCode.OK
 
 
 def _render_plan(plan: Any) -> str:
@@ -553,7 +646,7 @@ def _render_plan(plan: Any) -> str:
     return "\n".join(lines)
 
 
-def _run_plan(plan: Any, *, server_timeout_s: float = 3600.0) -> int:
+def _run_plan(plan: Any, *, server_timeout_s: float | None = None) -> int:
     """Run the plan's commands here; a background server must say it is up first (its log).
 
     The server is stopped when the last command ends, whatever happened.
@@ -561,7 +654,10 @@ def _run_plan(plan: Any, *, server_timeout_s: float = 3600.0) -> int:
     import subprocess
 
     from rlgate.core.errors import InfraError
+    from rlgate.swe.backends import SERVER_READY_TIMEOUT_S
 
+    if server_timeout_s is None:
+        server_timeout_s = SERVER_READY_TIMEOUT_S
     out = plan.eval.output_dir
     out.mkdir(parents=True, exist_ok=True)
     servers: list[subprocess.Popen[bytes]] = []

@@ -8,7 +8,7 @@ implement :class:`LaunchBackend` over it; nothing here imports a backend.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Protocol
@@ -16,7 +16,7 @@ from typing import Protocol
 from rlgate.core.errors import LaunchError
 from rlgate.core.text import one_line
 from rlgate.launch.budget import gpu_hours
-from rlgate.launch.manifest import Backend, RunManifest
+from rlgate.launch.manifest import Backend, RunKind, RunManifest
 from rlgate.launch.site import PLAIN_PATH, SiteConfig
 from rlgate.recipe.load import Recipe
 
@@ -28,7 +28,7 @@ class LaunchPlan:
     """A fully resolved launch: what runs, where, on what, for how long."""
 
     backend: Backend
-    recipe: Recipe  # loaded with every override NeMo RL will receive
+    recipe: Recipe | None  # loaded with every override NeMo RL will receive (None: not a run)
     run_dir: Path
     log_dir: Path
     checkpoint_dir: Path
@@ -46,6 +46,16 @@ class LaunchPlan:
     gpus_per_node: int
     minutes: int | None
     site: SiteConfig
+    kind: RunKind = RunKind.TRAIN
+    title: str = ""  # what the job is, when it is not a recipe's run (comments, messages)
+    mounts: tuple[Path, ...] = ()  # more directories the job must see (Slurm: mounted)
+    # files written under the run directory before submitting (relative path -> text)
+    files: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """What the job runs, in a few words: the recipe's name, else :attr:`title`."""
+        return self.recipe.name if self.recipe is not None else self.title
 
     @property
     def gpu_hours(self) -> float | None:

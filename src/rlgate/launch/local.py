@@ -182,7 +182,7 @@ def _wrapper(plan: LaunchPlan) -> str:
     run = plan.run_dir
     launch_dir = run / "launch"
     return script(
-        comment(f"rlgate launch --backend local: {plan.recipe.name} -> {run}"),
+        comment(f"rlgate launch --backend local: {plan.label} -> {run}"),
         code("cd {workdir}", workdir=plan.workdir or run),
         *(export(key, value) for key, value in sorted(plan.env.items())),
         code(
@@ -208,10 +208,14 @@ class LocalBackend:
         """The wrapper script and the driver command it runs."""
         if plan.nodes != 1:
             raise LaunchError(
-                f"{plan.recipe.name}: cluster.num_nodes is {plan.nodes}; the local backend "
+                f"{plan.label}: "
+                + (f"cluster.num_nodes is {plan.nodes}" if plan.recipe else f"--nodes {plan.nodes}")
+                + "; the local backend "
                 "runs on this one machine",
                 hint="use --backend slurm or ray, or override cluster.num_nodes=1 (and a "
-                "one-node topology)",
+                "one-node topology)"
+                if plan.recipe
+                else "use --launch slurm or ray, or --nodes 1",
             )
         return f"{_wrapper(plan)}# launch/driver_command.sh:\n{plan.command}\n"
 

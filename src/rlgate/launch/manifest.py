@@ -46,6 +46,7 @@ __all__ = [
     "Backend",
     "GitInfo",
     "RecipeRef",
+    "RunKind",
     "RunManifest",
     "RunStatus",
     "load_manifest",
@@ -72,6 +73,16 @@ class Backend(Enum):
     SLURM = "slurm"
     RAY = "ray"
     LOCAL = "local"
+
+
+class RunKind(Enum):
+    """What a launched job is, and so how ``rlgate watch`` reads its progress."""
+
+    TRAIN = "train"  # a recipe's NeMo RL run: steps from its metrics under log_dir
+    # ``rlgate swe eval --launch``: graded rollouts in the output dir ``config`` names (read
+    # only); ``recipe`` names the evaluation and hashes its input rows, ``target_step`` is
+    # instances x seeds (rlgate.launch.swe_eval)
+    SWE_EVAL = "swe_eval"
 
 
 class RunStatus(Enum):
@@ -112,6 +123,7 @@ class RunManifest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     run_name: str
     backend: Backend
+    kind: RunKind = RunKind.TRAIN
     status: RunStatus
     run_dir: str
     log_dir: str  # NeMo RL's logger.log_dir: what the convergence/perf tiers read

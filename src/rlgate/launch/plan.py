@@ -38,6 +38,7 @@ from pathlib import Path
 from rlgate.checks.registry import load_recipe
 from rlgate.core.commands import command
 from rlgate.core.errors import LaunchError
+from rlgate.core.io import write_text_atomic
 from rlgate.core.versions import tested_versions
 from rlgate.launch.budget import runs_needed
 from rlgate.launch.job import LaunchBackend, LaunchPlan, check_plain_path
@@ -360,6 +361,8 @@ def _sha256(path: Path) -> str:
 def initial_manifest(plan: LaunchPlan) -> RunManifest:
     """The manifest of ``plan`` before submission (status ``submitted``, no job id yet)."""
     recipe = plan.recipe
+    if recipe is None:
+        raise LaunchError(f"{plan.label}: not a recipe's run; its launcher writes its manifest")
     gym_dir = plan.workdir / GYM_SUBMODULE if plan.workdir else None
     return RunManifest(
         run_name=plan.name,
@@ -416,8 +419,11 @@ def backend_for(kind: Backend, site: SiteConfig | None = None) -> LaunchBackend:
     return LocalBackend()
 
 
-def launch(plan: LaunchPlan) -> RunManifest:
+def launch(plan: LaunchPlan, manifest: RunManifest | None = None) -> RunManifest:
     """Create the run directory, write the manifest, submit, and record the job handle.
+
+    ``manifest``: the one to write for a job that is not a recipe's run (else it is
+    :func:`initial_manifest`); ``plan.files`` are written into the run directory first.
 
     Raises:
         LaunchError: a ``pass_env`` variable is not set (nothing is written), the backend
@@ -437,7 +443,9 @@ def launch(plan: LaunchPlan) -> RunManifest:
         )
     run.mkdir(parents=True, exist_ok=True)
     (run / "launch").mkdir()
-    manifest = initial_manifest(plan)
+    for name, text in plan.files.items():
+        write_text_atomic(run / name, text)
+    manifest = manifest or initial_manifest(plan)
     _write_manifest(manifest)
     try:
         manifest = backend.submit(plan, manifest)

@@ -141,7 +141,7 @@ class RayBackend:
             "submission_id": submission_id(plan.name),
             "entrypoint": plan.command,
             "runtime_env": {"env_vars": env},
-            "metadata": {RUN_DIR_KEY: str(plan.run_dir), "recipe": plan.recipe.name},
+            "metadata": {RUN_DIR_KEY: str(plan.run_dir), "recipe": plan.label},
         }
         return json.dumps(request, indent=2) + "\n"
 
@@ -155,7 +155,7 @@ class RayBackend:
                 entrypoint=plan.command,
                 submission_id=submission_id(plan.name),
                 runtime_env={"env_vars": env} if env else None,
-                metadata={RUN_DIR_KEY: str(plan.run_dir), "recipe": plan.recipe.name},
+                metadata={RUN_DIR_KEY: str(plan.run_dir), "recipe": plan.label},
             )
         except Exception as exc:  # RuntimeError (HTTP status), requests errors
             shown = redact_url(address)

@@ -85,19 +85,21 @@ def _covered(path: Path, mounts: list[str]) -> bool:
 def container_mounts(plan: LaunchPlan, slurm: SlurmSite) -> str:
     """``MOUNTS`` for ray.sub: the site's mounts plus the run, recipe and NeMo RL dirs.
 
-    The container must see the recipe chain, write the run's logs and checkpoints, and run
-    from the NeMo RL checkout; each is mounted at its own path unless a site mount covers it.
+    The container must see the recipe chain, write the run's logs and checkpoints, run from
+    the NeMo RL checkout and see ``plan.mounts`` (an SWE eval's input, output and images);
+    each is mounted at its own path unless a site mount covers it.
     A path rlgate adds must be plain (``rlgate.launch.site.PLAIN_PATH``): ``MOUNTS`` is a
     ``,``-separated list of ``SRC:DST`` that ray.sub pastes unquoted into ``srun`` arguments.
     (The site's own mounts are checked when the site config is loaded.)
     """
     mounts = list(slurm.mounts)
-    recipe_root = Path(os.path.commonpath([str(s.parent) for s in plan.recipe.sources]))
-    for what, needed in (
-        ("run directory", plan.run_dir),
-        ("recipe folder", recipe_root),
-        ("NeMo RL checkout", plan.workdir),
-    ):
+    needs: list[tuple[str, Path | None]] = [("run directory", plan.run_dir)]
+    if plan.recipe is not None:
+        sources = [str(s.parent) for s in plan.recipe.sources]
+        needs.append(("recipe folder", Path(os.path.commonpath(sources))))
+    needs.append(("NeMo RL checkout", plan.workdir))
+    needs.extend(("job's directory", path) for path in plan.mounts)
+    for what, needed in needs:
         if needed is not None and not _covered(needed, mounts):
             check_plain_path(
                 needed,
@@ -181,7 +183,11 @@ def render_sbatch_script(plan: LaunchPlan) -> str:
     )
     return script(
         comment("Written by `rlgate launch --backend slurm`: submits NeMo RL's ray.sub for"),
-        comment(f"  recipe  {plan.recipe.name} ({plan.recipe.path})"),
+        comment(
+            f"  recipe  {plan.recipe.name} ({plan.recipe.path})"
+            if plan.recipe is not None
+            else f"  job     {plan.label}"
+        ),
         comment(f"  run     {plan.run_dir}  (target step {plan.target_step})"),
         comment(f"  budget  {budget}"),
         comment(

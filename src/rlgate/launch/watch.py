@@ -7,6 +7,9 @@ metrics with :func:`rlgate.runs.metrics.load_run`. The target step counts as rea
 ``train/loss`` (or, if the run does not log it, any ``train/`` tag) has a value at a step
 ``>= target`` -- the check NeMo RL's suite scripts make with ``jq`` before they run
 ``check_metrics.py``, except that here stopping short is a failure, never a silent skip.
+An SWE evaluation's job (manifest kind ``swe_eval``, ``rlgate swe eval --launch``) counts
+its graded rollouts instead (:func:`rlgate.launch.swe_eval.graded`): its target is instances
+x seeds, so a collection that exits 0 with rollouts missing stopped short.
 
 Verdicts and exit codes: ``completed`` 0; ``stopped_short``, ``failed`` and ``lost`` 1;
 ``failed`` because of an infrastructure fault 3; a watch that times out while the job still
@@ -48,7 +51,14 @@ import numpy as np
 from rlgate.core.errors import ExitCode, MetricsError
 from rlgate.core.results import INFRA_CAUSE, Op, Outcome, Result, Tier
 from rlgate.launch.job import JobState, LaunchBackend, Phase
-from rlgate.launch.manifest import RunManifest, RunStatus, load_manifest, now_utc, write_manifest
+from rlgate.launch.manifest import (
+    RunKind,
+    RunManifest,
+    RunStatus,
+    load_manifest,
+    now_utc,
+    write_manifest,
+)
 from rlgate.launch.plan import backend_for
 from rlgate.runs.metrics import RunMetrics, load_run, run_progress
 
@@ -370,6 +380,16 @@ def _updated_at(files: Iterable[Path]) -> float | None:
     return max(times, default=None)
 
 
+def _progress(manifest: RunManifest) -> Progress:
+    """A training run's steps (:func:`read_progress`), or an SWE eval's graded rollouts."""
+    if manifest.kind is RunKind.SWE_EVAL:
+        from rlgate.launch.swe_eval import graded
+
+        count, updated_at = graded(manifest)
+        return Progress(count, "graded rollouts", updated_at=updated_at)
+    return read_progress(manifest.log_dir)
+
+
 def judge_stall(
     progress: Progress,
     *,
@@ -558,7 +578,7 @@ def watch_run(
                 )
                 write_manifest(manifest)
         follow(backend.log_files(manifest))
-        progress = read_progress(manifest.log_dir)
+        progress = _progress(manifest)
         if progress.last_step is not None and progress.last_step != seen_step:
             emit(f"step {progress.last_step}/{manifest.target_step}")
             seen_step = progress.last_step

@@ -49,8 +49,12 @@ GYM_CONFIG = "responses_api_agents/swe_agents/configs/swebench_openhands.yaml"
 GYM_MODEL_CONFIG = "responses_api_models/vllm_model/configs/vllm_model.yaml"
 GYM_ROLLOUTS = "rollouts.jsonl"
 #: What ``ng_run`` prints once every server answers (nemo_gym/cli/env.py, 0.7.0); the
-#: collection connects to its head server, so it starts only after this line.
-GYM_READY = re.compile(r"All \d+ / \d+ servers ready!")
+#: collection connects to its head server, so it starts only after this line. The pattern
+#: means the same to Python's ``re`` and to ``grep -E`` (the launched job's script).
+GYM_READY_ERE = r"All [0-9]+ / [0-9]+ servers ready!"
+GYM_READY = re.compile(GYM_READY_ERE)
+#: How long the server may take to say it is ready (it builds a venv per server first).
+SERVER_READY_TIMEOUT_S = 3600
 NS_BENCHMARK = "swe-bench"
 AGENT_FRAMEWORKS = ("openhands", "swe_agent")  # NeMo-Skills' SupportedAgentFrameworks
 #: An override rlgate passes through: ``key=value`` with a dotted key (Hydra's grammar parses

@@ -1,0 +1,347 @@
+"""``rlgate swe eval --backend gym --launch slurm|ray|local``: the Gym plan as one launched job.
+
+The job is the plan of :func:`rlgate.swe.backends.plan_eval`, run as ``rlgate swe eval`` runs
+it here: ``ng_run`` in the background until its log shows the ready line, then
+``ng_collect_rollouts``, then the server is stopped, whatever happened. rlgate writes it as
+``<run>/launch/swe_eval_job.sh`` (:func:`job_script`: every word of every command quoted by
+:mod:`rlgate.launch.shell` from the plan's :class:`~rlgate.core.commands.Command` argv) and
+the job's command is ``bash <that script>``, from the NeMo RL checkout (Slurm: ray.sub's
+``COMMAND``; Ray: the job's entrypoint; local: ``driver_command.sh``); the launcher's own
+backends submit it, so site config, manifest and ``rlgate watch`` are those of ``rlgate
+launch``.
+
+The manifest (kind ``swe_eval``) records the evaluation itself in ``config``
+(:func:`eval_config`), its rollouts to grade as ``target_step``, and as ``recipe`` the
+evaluation's name with the hash of its input rows. ``rlgate watch`` reads the progress as
+the graded rollouts in the output directory (:func:`graded`, read only; the evaluation is
+validated again from the manifest, which is input). A relaunch resumes: the new plan counts
+what the output directory already holds, and Gym skips it (``+resume_from_cache=true``).
+
+NeMo-Skills is not launched here: ``ns eval --cluster`` submits itself through its own
+cluster config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from rlgate.core.errors import LaunchError, RlgateError
+from rlgate.core.versions import tested_versions
+from rlgate.launch.job import LaunchPlan
+from rlgate.launch.manifest import (
+    Backend,
+    GitInfo,
+    RecipeRef,
+    RunKind,
+    RunManifest,
+    RunStatus,
+    now_utc,
+)
+from rlgate.launch.plan import (
+    _default_run_dir,
+    _fresh_run_dir,
+    _shell_command,
+    launch,
+    read_git_info,
+)
+from rlgate.launch.shell import Words, code, comment, script
+from rlgate.launch.site import SiteConfig
+from rlgate.swe.backends import (
+    GYM_ROLLOUTS,
+    SERVER_READY_TIMEOUT_S,
+    ClusterEval,
+    EvalPlan,
+    progress,
+)
+from rlgate.swe.backends import Backend as SweBackend
+
+__all__ = [
+    "JOB_SCRIPT",
+    "eval_config",
+    "eval_from_manifest",
+    "graded",
+    "job_script",
+    "launch_swe_eval",
+    "plan_swe_launch",
+    "swe_manifest",
+]
+
+JOB_SCRIPT = "launch/swe_eval_job.sh"
+#: Minutes the job gets on top of the plan's wall-time bound (the server's start, at most).
+STARTUP_MINUTES = math.ceil(SERVER_READY_TIMEOUT_S / 60)
+_NOT_LAUNCHED = (
+    "--launch is for --backend gym: ns eval submits itself through its own cluster config "
+    "(--cluster), and the docker backend runs here"
+)
+_STOP = (
+    'stop_servers() {{ for pid in "${{servers[@]}}"; do kill -TERM "$pid" 2>/dev/null || '
+    'continue; for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done; '
+    'kill -KILL "$pid" 2>/dev/null || true; done; }}'
+)
+_WAIT = (
+    "wait_ready() {{ local pid=$1 log=$2 pattern=$3 limit=$4 name=$5; local deadline=$((SECONDS "
+    '+ limit)); until grep -Eq -- "$pattern" "$log" 2>/dev/null; do if ! kill -0 "$pid" '
+    '2>/dev/null; then wait "$pid"; local rc=$?; echo "rlgate: error: $name exited with $rc '
+    'before it was ready; $log:" >&2; tail -n 10 "$log" >&2; return 1; fi; if (( SECONDS >= '
+    'deadline )); then echo "rlgate: error: $name was not ready after $limit s (log: $log)" '
+    ">&2; return 1; fi; sleep 1; done; }}"
+)
+
+
+def job_script(plan: EvalPlan, *, server_timeout_s: int = SERVER_READY_TIMEOUT_S) -> str:
+    """The job: the plan's commands with ``rlgate swe eval``'s semantics, as a bash script.
+
+    A background command's output goes to ``<output dir>/<program>.log``; the job waits for
+    its ready line (``grep -E``: :data:`rlgate.swe.backends.GYM_READY_ERE`), exits 3 when it
+    ends or times out first, and stops every server (TERM, then KILL after 60 s) on exit.
+    The job's exit status is the failing command's.
+    """
+    out = plan.eval.output_dir.resolve()
+    lines = [
+        comment(f"Written by `rlgate swe eval --backend {plan.eval.backend.value} --launch`:"),
+        comment(
+            f"  {plan.remaining} of {plan.total} rollouts to run; results {plan.results.resolve()}"
+        ),
+        code("set -u"),
+        code("mkdir -p {out}", out=out),
+        code("servers=()"),
+        code(_STOP),
+        code(_WAIT),
+        code("trap stop_servers EXIT"),
+    ]
+    for cmd, background, ready in zip(plan.commands, plan.background, plan.ready, strict=True):
+        program = cmd.argv[0]
+        if background:
+            log = out / f"{program}.log"
+            lines.append(code("{argv} > {log} 2>&1 &", argv=Words(cmd.argv, wrap=True), log=log))
+            lines.append(code('servers+=("$!")'))
+            if ready is not None:
+                lines.append(
+                    code(
+                        'wait_ready "$!" {log} {pattern} {limit} {name} || exit 3',
+                        log=log,
+                        pattern=ready.pattern,
+                        limit=server_timeout_s,
+                        name=program,
+                    )
+                )
+            continue
+        lines.append(code("{argv}", argv=Words(cmd.argv, wrap=True)))
+        lines.append(
+            code(
+                'rc=$?; if [ "$rc" -ne 0 ]; then echo {said} >&2; exit "$rc"; fi',
+                said=f"rlgate: error: {program} failed; relaunch to resume",
+            )
+        )
+    return script(*lines)
+
+
+def eval_config(e: ClusterEval) -> dict[str, Any]:
+    """``e`` as the manifest's ``config`` (JSON): what :func:`eval_from_manifest` reads back."""
+    return {
+        "backend": e.backend.value,
+        "model": e.model,
+        "output_dir": str(e.output_dir.resolve()),
+        "instance_ids": list(e.instance_ids),
+        "seeds": e.seeds,
+        "server_url": e.server_url,
+        "server_gpus": e.server_gpus,
+        "concurrency": e.concurrency,
+        "minutes_per_instance": e.minutes_per_instance,
+        "cpus_per_instance": e.cpus_per_instance,
+        "gym_input": str(e.gym_input.resolve()) if e.gym_input else None,
+        "gym_config": e.gym_config,
+        "container_formatter": e.container_formatter,
+        "cluster": e.cluster,
+        "agent_framework": e.agent_framework,
+        "overrides": list(e.overrides),
+    }
+
+
+def eval_from_manifest(manifest: RunManifest) -> ClusterEval:
+    """The evaluation a ``swe_eval`` manifest records, validated as the CLI's is.
+
+    Raises:
+        LaunchError: the manifest's ``config`` is not such an evaluation, or its target is
+            not that evaluation's instances x seeds.
+    """
+    doc = dict(manifest.config)
+    try:
+        e = ClusterEval(
+            backend=SweBackend(doc.pop("backend")),
+            output_dir=Path(doc.pop("output_dir")),
+            instance_ids=tuple(doc.pop("instance_ids")),
+            gym_input=Path(g) if (g := doc.pop("gym_input")) is not None else None,
+            overrides=tuple(doc.pop("overrides")),
+            **doc,
+        )
+    except RlgateError as exc:
+        raise LaunchError(f"{manifest.run_dir}: the manifest's evaluation: {exc.message}") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise LaunchError(
+            f"{manifest.run_dir}: the manifest's config is not an SWE evaluation ({exc!r:.200})"
+        ) from None
+    if manifest.target_step != len(e.instance_ids) * e.seeds:
+        raise LaunchError(
+            f"{manifest.run_dir}: the manifest's target of {manifest.target_step} rollouts is "
+            f"not its evaluation's {len(e.instance_ids)} instances x {e.seeds} seed(s)"
+        )
+    return e
+
+
+def graded(manifest: RunManifest) -> tuple[int, float | None]:
+    """How many of the evaluation's rollouts the output directory holds, and its results' mtime.
+
+    Read with the plan's own parser (:func:`rlgate.swe.backends.progress`); nothing is written.
+    """
+    e = eval_from_manifest(manifest)
+    done = progress(e)
+    results = e.output_dir / GYM_ROLLOUTS
+    try:
+        updated = results.stat().st_mtime
+    except OSError:
+        updated = None
+    return len(done.done), updated
+
+
+def _workdir(backend: Backend, given: str | os.PathLike[str] | None) -> Path | None:
+    if given:
+        return Path(given).expanduser().resolve()
+    if backend is Backend.SLURM:
+        raise LaunchError(
+            "--launch slurm submits NeMo RL's ray.sub: pass --nemo-rl-dir",
+            hint="or set nemo_rl_dir in the site config",
+        )
+    return Path.cwd().resolve() if backend is Backend.LOCAL else None
+
+
+def _job_dirs(e: ClusterEval) -> tuple[Path, ...]:
+    """The directories the job reads and writes: output, input rows, the .sif images."""
+    dirs = [e.output_dir.resolve()]
+    if e.gym_input is not None:
+        dirs.append(e.gym_input.resolve().parent)
+    if e.container_formatter and e.container_formatter.startswith("/"):
+        prefix = e.container_formatter.split("{", 1)[0]
+        dirs.append(Path(prefix if prefix.endswith("/") else os.path.dirname(prefix)))
+    # a directory inside another one listed is seen through it
+    return tuple(
+        d
+        for i, d in enumerate(dirs)
+        if not any(o in d.parents or (o == d and j < i) for j, o in enumerate(dirs))
+    )
+
+
+def plan_swe_launch(
+    plan: EvalPlan,
+    *,
+    backend: Backend,
+    site: SiteConfig,
+    run_dir: str | os.PathLike[str] | None = None,
+    nodes: int = 1,
+    gpus_per_node: int = 8,
+    minutes: int | None = None,
+    nemo_rl_dir: str | os.PathLike[str] | None = None,
+) -> LaunchPlan:
+    """The launch of ``plan``'s remaining rollouts as one job of ``nodes`` x ``gpus_per_node``.
+
+    The time limit defaults to the plan's wall-time bound plus the server's start.
+
+    Raises:
+        LaunchError: not a Gym plan, a run directory that is not fresh, no NeMo RL checkout
+            for Slurm, a bad size.
+    """
+    e = plan.eval
+    if e.backend is not SweBackend.GYM:
+        raise LaunchError(_NOT_LAUNCHED)
+    for option, value in (("--nodes", nodes), ("--gpus-per-node", gpus_per_node)):
+        if isinstance(value, bool) or value < 1:
+            raise LaunchError(f"{option} must be a positive integer, got {value!r}")
+    name = f"swe-{e.output_dir.name}"
+    run = _fresh_run_dir(Path(run_dir) if run_dir else _default_run_dir(site, name))
+    workdir = _workdir(backend, nemo_rl_dir or site.nemo_rl_dir)
+    argv = ("bash", str(run / JOB_SCRIPT))
+    limit = minutes if minutes is not None else math.ceil(plan.wall_hours * 60) + STARTUP_MINUTES
+    return LaunchPlan(
+        backend=backend,
+        recipe=None,
+        run_dir=run,
+        log_dir=run,
+        checkpoint_dir=run,
+        argv=argv,
+        command=_shell_command(argv, workdir),
+        workdir=workdir,
+        user_overrides=tuple(e.overrides),
+        launch_overrides=(),
+        env=dict(site.env),
+        pass_env=tuple(site.pass_env),
+        target_step=plan.total,
+        steps_per_run=plan.total,
+        runs=1,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        minutes=limit,
+        site=site,
+        kind=RunKind.SWE_EVAL,
+        title=f"swe eval {e.backend.value} of {e.model} (output {e.output_dir.resolve()})",
+        mounts=_job_dirs(e),
+        files={JOB_SCRIPT: job_script(plan)},
+    )
+
+
+def _sha256(path: Path | None) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path else "unknown"
+    except OSError:
+        return "unknown"
+
+
+def swe_manifest(launch_plan: LaunchPlan, plan: EvalPlan) -> RunManifest:
+    """The manifest of the launched evaluation (status ``submitted``, no job id yet)."""
+    e = plan.eval
+    rows = e.gym_input.resolve() if e.gym_input else None
+    digest = _sha256(rows)
+    return RunManifest(
+        run_name=launch_plan.name,
+        backend=launch_plan.backend,
+        kind=RunKind.SWE_EVAL,
+        status=RunStatus.SUBMITTED,
+        run_dir=str(launch_plan.run_dir),
+        log_dir=str(launch_plan.log_dir),
+        checkpoint_dir=str(launch_plan.checkpoint_dir),
+        driver_log=None,
+        recipe=RecipeRef(
+            name=f"swe-eval-{e.backend.value}",
+            path=str(rows or ""),
+            sha256=digest,
+            sources={str(rows): digest} if rows else {},
+        ),
+        config=eval_config(e),
+        unresolved=[],
+        user_overrides=list(launch_plan.user_overrides),
+        launch_overrides=[],
+        command=launch_plan.command,
+        workdir=str(launch_plan.workdir) if launch_plan.workdir else None,
+        env=dict(launch_plan.env),
+        pass_env=list(launch_plan.pass_env),
+        target_step=launch_plan.target_step,
+        steps_per_run=launch_plan.steps_per_run,
+        runs=launch_plan.runs,
+        nodes=launch_plan.nodes,
+        gpus_per_node=launch_plan.gpus_per_node,
+        minutes=launch_plan.minutes,
+        gpu_hours=launch_plan.gpu_hours,
+        nemo_rl=read_git_info(launch_plan.workdir),
+        gym=GitInfo(path=None, commit="unknown", reason="the container's NeMo Gym"),
+        versions=tested_versions(),
+        submitted_at=now_utc(),
+    )
+
+
+def launch_swe_eval(launch_plan: LaunchPlan, plan: EvalPlan) -> RunManifest:
+    """Create the output directory (the container mounts it), then launch the job."""
+    plan.eval.output_dir.mkdir(parents=True, exist_ok=True)
+    return launch(launch_plan, swe_manifest(launch_plan, plan))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install rlgate and its pinned test stack into ./.venv on a fresh machine (Python >= 3.11).
 #   ci/install.sh            # creates .venv, installs everything pinned by ci/constraints.txt
+#   RLGATE_CANARY=1 ci/install.sh   # also builds the CI canary's environment (.ci/run sets it)
 # Re-running is safe: pip skips what is already installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,4 +50,15 @@ if [ ! -f "$XSD_DIR/junit-10.xsd" ]; then
   mv "$XSD_TMP/pytest-$PYTEST_VERSION/testing/example_scripts/junit-10.xsd" "$XSD_DIR/"
   rm -rf "$XSD_TMP"
 fi
+# The CI canary (tests/unit/test_canary_e2e.py, docs/canary.md): RLGATE_CANARY=1 resolves and
+# builds the candidate environment for vllm==0.26.0 once, with uv (the [canary] extra), into
+# .cache/rlgate-canary, and writes its install record there last; the test finds it by that
+# path and FAILS if a requested environment is missing or broken. RLGATE_CANARY=0 records
+# "not requested" (the test skips, saying so); unset leaves any earlier record as it is.
+case "${RLGATE_CANARY:-}" in
+  1) "$VENV/bin/python" -m rlgate.canary.ci prepare ;;
+  0) "$VENV/bin/python" -m rlgate.canary.ci prepare --off ;;
+  "") ;;
+  *) echo "ci/install.sh: RLGATE_CANARY must be 0 or 1, not '$RLGATE_CANARY'" >&2; exit 2 ;;
+esac
 "$VENV/bin/rlgate" versions

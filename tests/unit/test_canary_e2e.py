@@ -1,8 +1,13 @@
-"""Opt-in: one real canary end to end, ``rlgate canary --with vllm==0.26.0`` (minutes).
+"""One real canary end to end, ``rlgate canary --with vllm==0.26.0`` (half an hour).
 
-Set ``RLGATE_CANARY_CACHE`` to the canary cache directory (an environment built there for
-this source tree is reused; otherwise it is built, ~2 min with a warm uv cache) and
-``RLGATE_TOKENIZERS``. The functional tier then runs in both stacks (~14 min each on 2 cores).
+Runs when the candidate environment was prepared: by ``ci/install.sh`` with
+``RLGATE_CANARY=1`` (``.ci/run`` sets it) into the checkout's ``.cache/rlgate-canary``, whose
+install record (``rlgate.canary.ci``) says so, or by hand with ``RLGATE_CANARY_CACHE`` (an
+environment built there for this source tree is reused; otherwise it is built, ~1-2 min
+with a warm uv cache). Skipped, with the reason, when no canary was requested (no record,
+``requested: false``, or ``RLGATE_CANARY=0``); a requested environment that is missing or
+broken FAILS, so CI never skips the canary it asked for. The functional tier then runs in
+both stacks (~15 min each on 2 cores). Needs ``RLGATE_TOKENIZERS``.
 """
 
 from __future__ import annotations
@@ -15,17 +20,34 @@ from pathlib import Path
 
 import pytest
 
-CACHE = os.environ.get("RLGATE_CANARY_CACHE")
+from rlgate.canary.ci import requested_canary
+from rlgate.canary.env import marker_ok
+
+ROOT = Path(__file__).parents[2]
 TOKENIZERS = os.environ.get("RLGATE_TOKENIZERS")
 
-pytestmark = pytest.mark.skipif(
-    not CACHE or not TOKENIZERS,
-    reason="opt-in: set RLGATE_CANARY_CACHE (and RLGATE_TOKENIZERS) to run a real canary",
-)
+
+# a corrupt install record fails collection: never a silent skip
+CACHE, RECORD_DOC, WHY_NOT = requested_canary(ROOT, os.environ)
+
+pytestmark = pytest.mark.skipif(CACHE is None, reason=WHY_NOT or "no canary requested")
+
+
+def test_the_requested_environment_is_there() -> None:
+    """ci/install.sh's record names a complete environment: missing or broken is a failure."""
+    if RECORD_DOC is None:
+        pytest.skip("RLGATE_CANARY_CACHE: the environment is built by the canary itself")
+    env = Path(RECORD_DOC["environment"])
+    marker = env / "rlgate-canary.json"
+    assert marker.is_file(), f"ci/install.sh built the canary environment {env}; it is gone"
+    key = json.loads(marker.read_text(encoding="utf-8")).get("key", "")
+    assert marker_ok(env, key), f"the canary environment {env} is broken (no interpreter)"
+    assert RECORD_DOC["stack"] == "vllm==0.26.0", RECORD_DOC
 
 
 def test_a_real_canary_against_vllm_0_26_0(tmp_path: Path) -> None:
-    recipe = Path(__file__).parents[2] / "recipes" / "reference"
+    assert TOKENIZERS, "a requested canary needs RLGATE_TOKENIZERS (the README's test command)"
+    recipe = ROOT / "recipes" / "reference"
     out = tmp_path / "canary.json"
     proc = subprocess.run(
         [sys.executable, "-m", "rlgate.cli", "canary", "--with", "vllm==0.26.0",
@@ -43,7 +65,7 @@ def test_a_real_canary_against_vllm_0_26_0(tmp_path: Path) -> None:
     assert "tokenspeed-mla==0.1.2" in doc["relaxed"]  # vllm 0.26.0 pins another build
     assert doc["regression"] is (proc.returncode == 1)
     built = Path(doc["environment"])
-    assert built.parent == Path(CACHE).resolve() or built.parent == Path(CACHE)
+    assert built.parent.resolve() == Path(CACHE).resolve()
     version = subprocess.run(
         [str(built / "bin" / "python"), "-c", "import vllm; print(vllm.__version__)"],
         capture_output=True, text=True, check=False, env={"PATH": "/usr/bin:/bin"},

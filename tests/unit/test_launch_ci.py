@@ -66,6 +66,7 @@ class TestCiDefinitions:
         expected = {
             "nightly-convergence": {"ci/scripts/nightly_convergence.sh"},
             "release-gate": {"ci/scripts/release_gate.sh"},
+            "nightly-canary": {"ci/scripts/canary.sh"},
         }
         assert lab_calls == expected and hub_calls == expected
 
@@ -86,14 +87,30 @@ class TestCiDefinitions:
         triggers = doc.get("on", doc.get(True))  # YAML 1.1 reads the key `on` as True
         assert triggers["schedule"][0]["cron"] and "workflow_dispatch" in triggers
 
-    @pytest.mark.parametrize("script", sorted(JOB_SCRIPTS))
+    def test_each_github_schedule_starts_exactly_one_job(self) -> None:
+        doc = github()
+        crons = [t["cron"] for t in doc.get("on", doc.get(True))["schedule"]]
+        for cron in crons:
+            starts = [n for n, j in doc["jobs"].items() if f"'{cron}'" in j.get("if", "")]
+            assert len(starts) == 1, (cron, starts)
+        assert "'0 4 * * *'" in doc["jobs"]["nightly-canary"]["if"]
+
+    def test_the_canary_job_publishes_its_junit(self) -> None:
+        canary = gitlab()["nightly-canary"]
+        assert canary["artifacts"]["reports"]["junit"] == "reports/canary/canary.xml"
+        assert canary["variables"]["RLGATE_REPORTS"] == "reports/canary"
+        job = github()["jobs"]["nightly-canary"]
+        assert job["env"]["RLGATE_CANARY_WITH"] == "${{ inputs.with }}"  # env, not in `run:`
+        assert all("inputs." not in step.get("run", "") for step in job["steps"])
+
+    @pytest.mark.parametrize("script", sorted({*JOB_SCRIPTS, "ci/scripts/canary.sh"}))
     def test_job_scripts_are_executable_valid_bash(self, script: str) -> None:
         path = ROOT / script
         assert os.access(path, os.X_OK)
         check = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
         assert check.returncode == 0, check.stderr
 
-    @pytest.mark.parametrize("script", sorted(JOB_SCRIPTS))
+    @pytest.mark.parametrize("script", sorted({*JOB_SCRIPTS, "ci/scripts/canary.sh"}))
     def test_job_scripts_use_only_real_subcommands_and_flags(self, script: str) -> None:
         commands = subparsers(build_parser())
         seen = 0
@@ -109,7 +126,7 @@ class TestCiDefinitions:
             for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", rest.split("||")[0]):
                 assert flag in parser._option_string_actions, f"{script}: {name} {flag}"
             seen += 1
-        assert seen >= 3
+        assert seen >= (1 if script.endswith("canary.sh") else 3)
 
 
 def subparsers_or_empty(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -193,3 +210,37 @@ class TestNightlyJob:
         assert "STOPPED_SHORT" in done.stdout
         cases = junit_cases(reports / "thinking-smoke.xml")
         assert cases["test_convergence_check[completion]"] in ("failure", "error")
+
+
+def run_canary_script(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RLGATE_")}
+    base.update(RLGATE_PYTHON=sys.executable, RLGATE_REPORTS=str(tmp_path / "reports"), **env)
+    (tmp_path / "tok").mkdir(exist_ok=True)
+    return subprocess.run(
+        ["bash", str(SCRIPTS / "canary.sh")], env=base, capture_output=True, text=True, timeout=300
+    )
+
+
+class TestCanaryJob:
+    def test_an_unknown_package_is_exit_2_with_rlgates_one_line(self, tmp_path: Path) -> None:
+        done = run_canary_script(
+            tmp_path, RLGATE_TOKENIZERS=str(tmp_path / "tok"), RLGATE_CANARY_WITH="torch==2.12.0"
+        )
+        assert done.returncode == 2, done.stderr
+        assert "rlgate canary --with torch==2.12.0 --recipe recipes/" in done.stdout
+        assert done.stderr.count("rlgate: error: ") == 1 and "torch" in done.stderr
+
+    def test_a_wheel_path_reaches_rlgates_own_validation(self, tmp_path: Path) -> None:
+        wheel = tmp_path / "vllm-0.34.0rc1-cp38-abi3-manylinux_2_28_x86_64.whl"
+        done = run_canary_script(
+            tmp_path, RLGATE_TOKENIZERS=str(tmp_path / "tok"), RLGATE_CANARY_WITH=f"vllm@{wheel}"
+        )
+        assert done.returncode == 2, done.stderr  # no such wheel: bad input, before any build
+        assert f"--with vllm@{wheel}" in done.stdout
+        assert done.stderr.count("rlgate: error: ") == 1 and wheel.name in done.stderr
+
+    def test_no_tokenizer_root_stops_before_anything_runs(self, tmp_path: Path) -> None:
+        done = run_canary_script(tmp_path, RLGATE_CANARY_WITH="vllm==0.26.0")
+        assert done.returncode != 0
+        assert "RLGATE_TOKENIZERS" in done.stderr
+        assert not (tmp_path / "reports").exists()

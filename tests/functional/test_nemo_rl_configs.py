@@ -236,6 +236,42 @@ STARTUP_MUTATIONS = [
 ]
 
 
+MOPD = "examples/configs/recipes/llm/mopd-qwen3-1.7b-3n8g-megatron-pack.yaml"  # OPD teachers
+TEACHER = "on_policy_distillation.non_colocated_teachers.default_teacher_cfg"
+NANOV3_SEGMENTS = (
+    "examples/configs/recipes/llm/grpo-nanov3-30BA3B-4n4g-megatron_sync_colocated.yaml"
+)
+STARTUP_MUTATIONS += [
+    (
+        "opd-teachers-placement",
+        MOPD,
+        ["policy.generation.backend=sglang"],  # Gym forces vLLM's async engine on
+        "on_policy_distillation.non_colocated_teachers.enabled",
+    ),
+    ("opd-teachers-placement", MOPD, [f"{TEACHER}.gpus_per_node=16"], f"{TEACHER}.gpus_per_node"),
+    ("opd-teachers-placement", MOPD, [f"{TEACHER}.num_nodes=3"], f"{TEACHER}.num_nodes"),
+    ("cluster-segment-size", NANOV3_SEGMENTS, ["cluster.segment_size=3"], "cluster.segment_size"),
+    (
+        "fleet-health-backend",
+        MATH_1B,
+        ["++async_rl.generation_fleet_health.enabled=true", "policy.generation.backend=megatron"],
+        "async_rl.generation_fleet_health.enabled",
+    ),
+    (
+        "vllm-required-keys",
+        MATH_1B,
+        ["~policy.generation.val_temperature"],
+        "policy.generation.val_temperature",
+    ),
+    (
+        "nccl-reshard-worker",
+        MATH_1B,
+        ["++policy.generation.refit_transport=nccl_reshard"],
+        "policy.generation.refit_transport",
+    ),
+]
+
+
 def _startup_codes(rel: str, overrides: list[str]) -> dict[str, set[str]]:
     from rlgate.checks.registry import load_recipe
     from rlgate.checks.startup import AREAS, check_area
@@ -250,7 +286,9 @@ def _startup_codes(rel: str, overrides: list[str]) -> dict[str, set[str]]:
 
 @needs_nemo_rl
 @pytest.mark.parametrize(
-    ("code", "rel", "overrides", "key"), STARTUP_MUTATIONS, ids=[m[0] for m in STARTUP_MUTATIONS]
+    ("code", "rel", "overrides", "key"),
+    STARTUP_MUTATIONS,
+    ids=[f"{m[0]}:{m[3].rpartition('.')[2]}" for m in STARTUP_MUTATIONS],
 )
 def test_startup_rule_rejects_a_broken_published_config(code, rel, overrides, key):
     assert code not in _startup_codes(rel, [])  # the published config itself is clean

@@ -53,8 +53,16 @@ KNOWN_UPSTREAM = {
 # env.nemo_gym.num_gpu_nodes"), so as published they train on 84 nodes (336 GPUs; the
 # reasoning teacher 70 nodes, 280 GPUs), which TP 8 x CP 8 = 64 and EP x ETP do not divide:
 # Policy.__init__ raises. ultra_launch.sh overrides cluster.num_nodes=NUM_TRAIN + NUM_GEN.
+# For the same reason their cluster.segment_size 16 does not divide those 84 (70) training
+# nodes (virtual_cluster.py::select_segment_nodes raises on the NVL domains segment_size is
+# for); the launcher's NUM_TRAIN_NODES 64 it does, and ultra_launch.sh itself refuses node
+# counts that segment_size does not divide ("is not divisible by SEGMENT_SIZE").
 KNOWN_UPSTREAM |= {
-    f"examples/nemo_gym/nemotron-3-ultra/{name}.yaml": {"parallel-world", "megatron-expert-world"}
+    f"examples/nemo_gym/nemotron-3-ultra/{name}.yaml": {
+        "parallel-world",
+        "megatron-expert-world",
+        "cluster-segment-size",
+    }
     for name in ("student_rlvr1", "student_rlvr2", "reasoning_teacher")
 }
 

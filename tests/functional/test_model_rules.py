@@ -109,6 +109,17 @@ MUTATIONS = {
         f"{VCFG}.load_format",
         "load_format 'auto' on a quantized GptOssForCausalLM checkpoint",
     ),
+    "nixl-expert-shard-tp": (
+        [
+            "++policy.generation.refit_transport=nixl",
+            "++policy.generation.refit_cfg.nixl.shard_expert_weights=true",
+            f"{VCFG}.tensor_parallel_size=4",
+            f"++{VCFG}.expert_parallel_size=1",
+        ],
+        {"moe_intermediate_size": 770},
+        f"{VCFG}.tensor_parallel_size",
+        "the model's moe_intermediate_size 770 is not divisible by 4",
+    ),
     "nccl-reshard-layer-split": (
         [*RESHARD, f"{MCFG}.pipeline_model_parallel_size=5"],
         {},

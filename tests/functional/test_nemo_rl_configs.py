@@ -53,8 +53,16 @@ KNOWN_UPSTREAM = {
 # env.nemo_gym.num_gpu_nodes"), so as published they train on 84 nodes (336 GPUs; the
 # reasoning teacher 70 nodes, 280 GPUs), which TP 8 x CP 8 = 64 and EP x ETP do not divide:
 # Policy.__init__ raises. ultra_launch.sh overrides cluster.num_nodes=NUM_TRAIN + NUM_GEN.
+# For the same reason their cluster.segment_size 16 does not divide those 84 (70) training
+# nodes (virtual_cluster.py::select_segment_nodes raises on the NVL domains segment_size is
+# for); the launcher's NUM_TRAIN_NODES 64 it does, and ultra_launch.sh itself refuses node
+# counts that segment_size does not divide ("is not divisible by SEGMENT_SIZE").
 KNOWN_UPSTREAM |= {
-    f"examples/nemo_gym/nemotron-3-ultra/{name}.yaml": {"parallel-world", "megatron-expert-world"}
+    f"examples/nemo_gym/nemotron-3-ultra/{name}.yaml": {
+        "parallel-world",
+        "megatron-expert-world",
+        "cluster-segment-size",
+    }
     for name in ("student_rlvr1", "student_rlvr2", "reasoning_teacher")
 }
 
@@ -236,6 +244,42 @@ STARTUP_MUTATIONS = [
 ]
 
 
+MOPD = "examples/configs/recipes/llm/mopd-qwen3-1.7b-3n8g-megatron-pack.yaml"  # OPD teachers
+TEACHER = "on_policy_distillation.non_colocated_teachers.default_teacher_cfg"
+NANOV3_SEGMENTS = (
+    "examples/configs/recipes/llm/grpo-nanov3-30BA3B-4n4g-megatron_sync_colocated.yaml"
+)
+STARTUP_MUTATIONS += [
+    (
+        "opd-teachers-placement",
+        MOPD,
+        ["policy.generation.backend=sglang"],  # Gym forces vLLM's async engine on
+        "on_policy_distillation.non_colocated_teachers.enabled",
+    ),
+    ("opd-teachers-placement", MOPD, [f"{TEACHER}.gpus_per_node=16"], f"{TEACHER}.gpus_per_node"),
+    ("opd-teachers-placement", MOPD, [f"{TEACHER}.num_nodes=3"], f"{TEACHER}.num_nodes"),
+    ("cluster-segment-size", NANOV3_SEGMENTS, ["cluster.segment_size=3"], "cluster.segment_size"),
+    (
+        "fleet-health-backend",
+        MATH_1B,
+        ["++async_rl.generation_fleet_health.enabled=true", "policy.generation.backend=megatron"],
+        "async_rl.generation_fleet_health.enabled",
+    ),
+    (
+        "vllm-required-keys",
+        MATH_1B,
+        ["~policy.generation.val_temperature"],
+        "policy.generation.val_temperature",
+    ),
+    (
+        "nccl-reshard-worker",
+        MATH_1B,
+        ["++policy.generation.refit_transport=nccl_reshard"],
+        "policy.generation.refit_transport",
+    ),
+]
+
+
 def _startup_codes(rel: str, overrides: list[str]) -> dict[str, set[str]]:
     from rlgate.checks.registry import load_recipe
     from rlgate.checks.startup import AREAS, check_area
@@ -250,7 +294,9 @@ def _startup_codes(rel: str, overrides: list[str]) -> dict[str, set[str]]:
 
 @needs_nemo_rl
 @pytest.mark.parametrize(
-    ("code", "rel", "overrides", "key"), STARTUP_MUTATIONS, ids=[m[0] for m in STARTUP_MUTATIONS]
+    ("code", "rel", "overrides", "key"),
+    STARTUP_MUTATIONS,
+    ids=[f"{m[0]}:{m[3].rpartition('.')[2]}" for m in STARTUP_MUTATIONS],
 )
 def test_startup_rule_rejects_a_broken_published_config(code, rel, overrides, key):
     assert code not in _startup_codes(rel, [])  # the published config itself is clean

@@ -86,3 +86,84 @@ def test_a_bad_config_json_is_exit_2_in_recipe_check(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("rlgate: error:") == 1 and "Traceback" not in err
     assert "num_attention_heads" in err and "config.json" in err
+
+
+# --- recipe check --model-config FILE -----------------------------------------------------
+
+VCFG_TP = "policy.generation.vllm_cfg.tensor_parallel_size"
+
+
+def _check(tmp_path: Path, model_config: Path, *overrides: str) -> tuple[int, dict]:
+    out = tmp_path / "out.json"
+    argv = ["recipe", "check", str(TARGET), "-q", "--tokenizers", str(tmp_path / "none")]
+    code = main([*argv, "--model-config", str(model_config), "--json", str(out), *overrides])
+    doc = json.loads(out.read_text()) if out.exists() else {}
+    return code, doc
+
+
+def test_model_config_file_decides_the_model_rules_and_is_recorded(tmp_path, capsys):
+    """A 30-head model: TP 4 (the recipe's own, heads 32 elsewhere) is refused naming it."""
+    path = _write(tmp_path / "given", {**DENSE, "num_attention_heads": 30})
+    code, doc = _check(tmp_path, path, f"{VCFG_TP}=4")
+    report = doc["reports"][0]
+    assert code == 1 and report["model_config"] == str(path)
+    heads = [f for f in report["findings"] if f["code"] == "vllm-heads-tp"]
+    assert len(heads) == 1 and f"model config {path}" in heads[0]["message"]
+    (model,) = [c for c in report["checks"] if c["check"] == "model-config"]
+    assert model["status"] == "ran" and f"on {path} (--model-config)" in model["reason"]
+    assert "does not divide the model's 30 attention heads" in capsys.readouterr().out
+
+
+def test_model_config_file_takes_precedence_over_the_discovered_one(tmp_path):
+    """model_name is a folder with a 32-head config.json; the given 30-head file wins."""
+    found = _write(tmp_path / "found", DENSE)
+    given = _write(tmp_path / "given", {**DENSE, "num_attention_heads": 30})
+    name = f"policy.model_name={found.parent}"
+    tok = "policy.tokenizer.name=Qwen/Qwen3.5-35B-A3B"
+    _, doc = _check(tmp_path, given, name, tok, f"{VCFG_TP}=4")
+    assert doc["reports"][0]["model_config"] == str(given)
+    assert [f["code"] for f in doc["reports"][0]["findings"] if "heads" in f["code"]] == [
+        "vllm-heads-tp"
+    ]
+
+
+def test_without_model_config_the_discovered_file_is_recorded(tmp_path):
+    found = _write(tmp_path / "found", DENSE)
+    out = tmp_path / "out.json"
+    argv = ["recipe", "check", str(TARGET), "-q", "--tokenizers", str(tmp_path / "none")]
+    tok = "policy.tokenizer.name=Qwen/Qwen3.5-35B-A3B"
+    main([*argv, "--json", str(out), f"policy.model_name={found.parent}", tok, f"{VCFG_TP}=4"])
+    report = json.loads(out.read_text())["reports"][0]
+    assert report["model_config"] == str(found)
+    (model,) = [c for c in report["checks"] if c["check"] == "model-config"]
+    assert model["status"] == "ran" and f"on {found} (found for" in model["reason"]
+    assert not [f for f in report["findings"] if f["code"] == "vllm-heads-tp"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ("{", "not valid JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ({**DENSE, "num_hidden_layers": [32]}, "num_hidden_layers"),
+        ('{"a": "' + "x" * (5 * 2**20) + '"}', "config.json"),  # above the 4 MiB bound
+        (None, "config.json"),  # does not exist
+    ],
+    ids=["bad-json", "not-object", "bad-type", "too-big", "missing"],
+)
+def test_a_bad_model_config_file_is_exit_2_with_one_message(tmp_path, capsys, raw, fragment):
+    path = tmp_path / "config.json" if raw is None else _write(tmp_path / "given", raw)
+    code, doc = _check(tmp_path, path)
+    err = capsys.readouterr().err
+    assert code == 2 and doc == {}
+    assert err.count("rlgate: error:") == 1 and "Traceback" not in err
+    assert fragment in err and str(path) in err
+
+
+def test_the_model_config_runs_once_per_config(tmp_path):
+    """The model-config check is one check with one finding per problem (it ran twice)."""
+    path = _write(tmp_path / "given", {**DENSE, "num_attention_heads": 30})
+    _, doc = _check(tmp_path, path, f"{VCFG_TP}=4")
+    report = doc["reports"][0]
+    assert [c["check"] for c in report["checks"]].count("model-config") == 1
+    assert [f["code"] for f in report["findings"]].count("vllm-heads-tp") == 1

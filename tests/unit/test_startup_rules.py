@@ -130,6 +130,12 @@ class TestInventory:
         assert not registry & set(recipe_rules.SOURCES)
 
 
+OPD_ON = (
+    "{enabled:true,teacher_model_by_agent_name:{t:Qwen/Qwen3-1.7B},"
+    "non_colocated_teachers:{enabled:true}}"
+)
+TEACHER = "on_policy_distillation.non_colocated_teachers.default_teacher_cfg"
+
 # code -> (overrides on TARGET, key, severity, fragment of the message)
 MUTATIONS: dict[str, list[tuple[list[str], str, str]]] = {
     # training
@@ -480,7 +486,60 @@ MUTATIONS: dict[str, list[tuple[list[str], str, str]]] = {
     "sglang-non-colocated": [
         (["policy.generation.backend=sglang"], "policy.generation.colocated.enabled", "sglang")
     ],
+    "fleet-health-backend": [
+        (
+            [
+                "++async_rl.generation_fleet_health.enabled=true",
+                "policy.generation.backend=megatron",
+            ],
+            "async_rl.generation_fleet_health.enabled",
+            "generation_fleet_health enabled with backend 'megatron'",
+        )
+    ],
+    "vllm-required-keys": [
+        (["~policy.generation.max_new_tokens"], "policy.generation.max_new_tokens", "is missing"),
+        (["~policy.generation.val_top_p"], "policy.generation.val_top_p", "is missing"),
+    ],
+    "nccl-reshard-worker": [
+        (
+            [
+                "policy.megatron_cfg.enabled=false",
+                "++policy.dtensor_cfg.enabled=true",
+                "++policy.generation.refit_transport=nccl_reshard",
+            ],
+            "policy.generation.refit_transport",
+            "refit_transport nccl_reshard with the DTensor training backend",
+        )
+    ],
     # grpo
+    "opd-teachers-placement": [
+        (
+            [
+                f"++on_policy_distillation={OPD_ON}",
+                "env.should_use_nemo_gym=false",
+                "policy.generation.vllm_cfg.async_engine=false",
+            ],
+            "on_policy_distillation.non_colocated_teachers.enabled",
+            "non-colocated OPD teachers with backend 'vllm' without async rollouts",
+        ),
+        (
+            [f"++on_policy_distillation={OPD_ON}", f"++{TEACHER}.gpus_per_node=16"],
+            f"{TEACHER}.gpus_per_node",
+            "OPD teacher 't' asks gpus_per_node=16 > cluster.gpus_per_node=8",
+        ),
+        (
+            [f"++on_policy_distillation={OPD_ON}", f"++{TEACHER}.num_nodes=4"],
+            f"{TEACHER}.num_nodes",
+            "OPD teachers take 4 of cluster.num_nodes=4: 0 left for the policy",
+        ),
+    ],
+    "cluster-segment-size": [
+        (
+            ["++cluster.segment_size=3"],
+            "cluster.segment_size",
+            "segment_size 3 does not divide the 2 training nodes",
+        )
+    ],
     "grpo-batch-multiplier": [(["++grpo.batch_multiplier=2"], "grpo.batch_multiplier", "=2")],
     "grpo-early-stop": [
         (

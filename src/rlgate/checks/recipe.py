@@ -68,6 +68,7 @@ from rlgate.core.errors import ExitCode
 from rlgate.recipe.findings import Finding, Severity
 from rlgate.recipe.load import Recipe, require_grpo
 from rlgate.recipe.schema import check_keys
+from rlgate.serving.model_config import ModelConfig
 from rlgate.serving.setup import (
     NoChatTemplate,
     ServingSetup,
@@ -112,6 +113,7 @@ class CompatReport:
         # tokenizer/template/profile of the report when they come from the cache (no setup)
         self.served = served
         self.volatile = False  # a check was skipped for what is installed/reachable here
+        self.model_config: str | None = None  # the config.json the model rules read
 
     @property
     def errors(self) -> list[Finding]:
@@ -170,6 +172,7 @@ class CompatReport:
             "exit_code": int(self.exit_code),
             "compatible": self.ok,
             **self.served_summary(),
+            "model_config": self.model_config,
             "checks": [c.as_dict() for c in self.checks],
             "findings": [f.as_dict() for f in self.findings],
         }
@@ -213,6 +216,7 @@ def check_recipe(
     *,
     skip_unavailable: bool = False,
     cache: RecipeCheckCache | None = None,
+    model_config: ModelConfig | None = None,
 ) -> CompatReport:
     """Run every check on a loaded recipe (``setup`` reuses an already resolved serving setup).
 
@@ -224,6 +228,8 @@ def check_recipe(
             skipped instead of raising :class:`~rlgate.serving.setup.TokenizerUnavailable`.
         cache: where the results of the checks that need vLLM, nemo-gym or the tokenizer
             are looked up and stored (:mod:`rlgate.checks.cache`); only without ``setup``.
+        model_config: the model's ``config.json`` given by the user (``--model-config``),
+            used instead of the one found for ``policy.model_name``.
     """
     findings: list[Finding] = []
     checks: list[CheckStatus] = []
@@ -234,7 +240,7 @@ def check_recipe(
             checks.append(CheckStatus(name, "not-applicable", why))
             continue
         _run(findings, checks, name, fn, recipe)
-    model = check_model(recipe, tokenizer_root)  # rules that need the model's config.json
+    model = check_model(recipe, tokenizer_root, model_config)  # rules on the model's config.json
     findings.extend(model.findings)
     checks.append(
         CheckStatus("model-config", model.state, model.reason, tuple(model.findings))  # type: ignore[arg-type]
@@ -251,7 +257,9 @@ def check_recipe(
             "template": hit.template.model_dump() if hit.template else None,
             "profile": hit.profile,
         }
-        return CompatReport(recipe, findings, None, checks, served=served)
+        report = CompatReport(recipe, findings, None, checks, served=served)
+        report.model_config = model.path
+        return report
     part = CompatReport(recipe, [], None, [])
     part = _cached_part(recipe, tokenizer_root, setup, skip_unavailable, part)
     # A check skipped for what is installed or reachable here (a Gym module that does not
@@ -273,9 +281,11 @@ def check_recipe(
             inputs=[*recipe.sources, recipe.path]
             + ([summary["tokenizer"]] if summary["tokenizer"] else []),
         )
-    return CompatReport(
+    report = CompatReport(
         recipe, findings + part.findings, part.setup, checks + part.checks, served=part.served
     )
+    report.model_config = model.path
+    return report
 
 
 def _run(
@@ -318,9 +328,6 @@ def _cached_part(
     names = [name for name, _ in CONFIG_CHECKS]
     for name, fn in CONFIG_CHECKS[names.index(_FIRST_CACHED) :]:
         run(name, fn, recipe)
-    model = check_model(recipe, tokenizer_root)  # rules that need the model's config.json
-    findings.extend(model.findings)
-    checks.append(CheckStatus("model-config", model.state, model.reason))  # type: ignore[arg-type]
     served = [name for name, _, _ in SERVED_CHECKS]
     not_applicable = chat_server_not_applicable(recipe.config) if setup is None else None
     if not_applicable:
@@ -365,6 +372,7 @@ def check_recipe_file(
     *,
     skip_unavailable: bool = False,
     cache: RecipeCheckCache | None = None,
+    model_config: ModelConfig | None = None,
 ) -> CompatReport:
     """Load ``path`` with ``overrides``, refuse a non-GRPO config, and run every check.
 
@@ -374,4 +382,10 @@ def check_recipe_file(
     """
     recipe = load_recipe(path, overrides, strict=False)  # the rules report invalid values
     require_grpo(recipe)
-    return check_recipe(recipe, tokenizer_root, skip_unavailable=skip_unavailable, cache=cache)
+    return check_recipe(
+        recipe,
+        tokenizer_root,
+        skip_unavailable=skip_unavailable,
+        cache=cache,
+        model_config=model_config,
+    )

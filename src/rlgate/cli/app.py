@@ -251,6 +251,13 @@ def _add_recipe(sub: argparse._SubParsersAction) -> None:
     )
     TOKENIZERS.add_to(c)
     c.add_argument(
+        "--model-config",
+        metavar="FILE",
+        help="the model's config.json for the rules that need it (heads, experts, layers, "
+        "maximum length), used instead of the one found for policy.model_name in the "
+        "tokenizer root or the Hugging Face cache; the JSON report names the file used",
+    )
+    c.add_argument(
         "--json",
         dest="json_out",
         help="write {schema_version: 2, exit_code, summary, reports: [one per config]} here",
@@ -334,6 +341,11 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
         )
     from rlgate.checks.recipe_junit import recipe_check_junit, report_cases, unchecked_case
 
+    model_config = None
+    if args.model_config is not None:  # an untrusted file: one exit-2 error before any check
+        from rlgate.serving.model_config import load_model_config
+
+        model_config = load_model_config(args.model_config)
     many = len(configs) > 1
     cases: list[Any] = []
     cache = None if args.no_cache else RecipeCheckCache(args.cache_dir or default_cache_dir())
@@ -345,7 +357,12 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
             print(f"== {config}")
         try:
             report = check_recipe_file(
-                config, overrides, args.tokenizers, skip_unavailable=True, cache=cache
+                config,
+                overrides,
+                args.tokenizers,
+                skip_unavailable=True,
+                cache=cache,
+                model_config=model_config,
             )
         except KeyboardInterrupt:
             raise

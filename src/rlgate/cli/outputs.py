@@ -54,6 +54,7 @@ COMMANDS: dict[str, dict[str, Role]] = {
     "recipe check": {
         "args": Role.CONFIGS,
         "tokenizers": Role.ROOT,
+        "model_config": P,
         "json_out": F,
         "junit_out": F,
         "cache_dir": D,

@@ -200,15 +200,24 @@ class ModelCheck:
     findings: list[Finding]
     state: str  # "ran", "skipped" or "not-applicable" (rlgate.checks.recipe_rules.CheckState)
     reason: str = ""
+    path: str | None = None  # the config.json the rules read (None: none was read)
 
 
-def check_model(recipe: Recipe, tokenizer_root: str | Path | None) -> ModelCheck:
-    """The model rules whose ``when`` holds, on the model's ``config.json`` when found."""
+def check_model(
+    recipe: Recipe, tokenizer_root: str | Path | None, given: ModelConfig | None = None
+) -> ModelCheck:
+    """The model rules whose ``when`` holds, on the model's ``config.json``.
+
+    ``given`` (``recipe check --model-config``) is used instead of looking for one.
+    """
     config = Config(recipe.config)
     due = [r for r in model_rules() if r.when(config)]
     if not due:
         return ModelCheck([], "not-applicable", "no model-decidable rule applies")
     names = ", ".join(r.code for r in due)
+    if given is not None:
+        found = [f for r in due for f in r.findings(config, given)]
+        return ModelCheck(found, "ran", f"{names} on {given.path} (--model-config)", given.path)
     model_id = config.str("policy.model_name")
     path, looked = find_model_config(model_id, tokenizer_root) if model_id else (None, "")
     if path is None:
@@ -221,7 +230,8 @@ def check_model(recipe: Recipe, tokenizer_root: str | Path | None) -> ModelCheck
         state = "skipped" if any(r.insist for r in due) else "not-applicable"
         return ModelCheck([], state, reason)
     model = load_model_config(path)
-    return ModelCheck([f for r in due for f in r.findings(config, model)], "ran")
+    found = [f for r in due for f in r.findings(config, model)]
+    return ModelCheck(found, "ran", f"{names} on {model.path} (found for {model_id!r})", path)
 
 
 _DISCOVERED: list[bool] = []

@@ -536,3 +536,86 @@ def nccl_reshard_layout(cfg: Config) -> Iterator[Violation]:
                 f"refit_transport nccl_reshard with PP {pp} and model_overrides.{name}={value!r}",
                 source=i,
             )
+
+
+INTERFACES_FILE = "nemo_rl/models/generation/interfaces.py"
+
+
+@rule(
+    "fleet-health-backend",
+    Source(
+        INTERFACES_FILE,
+        "GenerationInterface.attach_fleet_health",
+        "async_rl.generation_fleet_health.enabled=true is not supported for the",
+        "raises NotImplementedError",
+    ),
+)
+def fleet_health_backend(cfg: Config) -> Iterator[Violation]:
+    """Generation fleet health with a backend other than vLLM (only ``VllmGeneration`` has it).
+
+    The single-controller entry point calls ``attach_fleet_health`` whenever
+    ``async_rl.generation_fleet_health.enabled`` (``_maybe_attach_fleet_health``); only
+    ``VllmGeneration`` overrides the interface's ``NotImplementedError``.
+    """
+    key = "async_rl.generation_fleet_health.enabled"
+    if cfg.on(key) and cfg.backend is not None and cfg.backend != "vllm":
+        yield Violation(key, f"generation_fleet_health enabled with backend {cfg.backend!r}")
+
+
+#: ``VllmConfig.__required_keys__`` (``vllm/config.py``: ``GenerationConfig``'s keys without
+#: ``NotRequired``, then ``vllm_cfg``); ``model_name`` is written by ``grpo.py::setup``.
+VLLM_REQUIRED_KEYS = (
+    "backend",
+    "max_new_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "val_temperature",
+    "val_top_p",
+    "val_top_k",
+    "stop_token_ids",
+    "stop_strings",
+    "vllm_cfg",
+)
+
+
+@rule(
+    "vllm-required-keys",
+    Source(VLLM_GEN, INIT, "VLLM Configuration Error: Missing required keys in VllmConfig."),
+)
+def vllm_required_keys(cfg: Config) -> Iterator[Violation]:
+    """A key ``VllmConfig`` requires missing from ``policy.generation`` (null is present)."""
+    if not _vllm(cfg) or cfg.section(GEN) is None:
+        return
+    for key in VLLM_REQUIRED_KEYS:
+        if not cfg.has(f"{GEN}.{key}"):
+            yield Violation(f"{GEN}.{key}", f"policy.generation.{key} is missing (vLLM backend)")
+
+
+BASE_WORKER = "nemo_rl/models/policy/workers/base_policy_worker.py"
+
+
+@rule(
+    "nccl-reshard-worker",
+    Source(
+        BASE_WORKER,
+        "AbstractPolicyWorker.prepare_nccl_reshard_refit_info",
+        "prepare_nccl_reshard_refit_info is not implemented for this policy worker",
+        "raises NotImplementedError",
+    ),
+    Source(
+        BASE_WORKER,
+        "AbstractPolicyWorker.nccl_reshard_refit",
+        "nccl_reshard_refit is not implemented for this policy worker",
+        "raises NotImplementedError",
+    ),
+)
+def nccl_reshard_worker(cfg: Config) -> Iterator[Violation]:
+    """``nccl_reshard`` refit from a DTensor policy worker (only the Megatron worker has it)."""
+    if _vllm(cfg) and cfg.str(f"{GEN}.refit_transport") == "nccl_reshard" and cfg.dtensor:
+        yield Violation(
+            f"{GEN}.refit_transport",
+            "refit_transport nccl_reshard with the DTensor training backend (only "
+            "MegatronPolicyWorkerImpl implements prepare_nccl_reshard_refit_info and "
+            "nccl_reshard_refit)",
+        )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rlgate.checks.startup import Config, Source, Violation, rule
+from rlgate.checks.startup import Config, Source, Violation, _env_names, rule
 
 GRPO = "nemo_rl/algorithms/grpo.py"
 ROLLOUTS = "nemo_rl/experience/rollouts.py"
@@ -312,3 +312,114 @@ def train_split(cfg: Config) -> Iterator[Violation]:
     data = cfg.section("data")
     if data is not None and "train" not in data:
         yield Violation("data.train", "no data.train (the data config's old format)")
+
+
+OPD = "on_policy_distillation"
+TEACHERS = f"{OPD}.non_colocated_teachers"
+
+
+def _async_rollouts(cfg: Config) -> bool:
+    """``interfaces.py::should_use_async_rollouts`` (vLLM's engine as the run sees it)."""
+    backend = cfg.backend
+    if backend == "vllm":
+        return cfg.vllm_async_engine
+    if backend == "sglang":
+        return cfg.on("policy.generation.use_async_rollouts")
+    return backend in ("dynamo", "trtllm", "megatron")
+
+
+def _teachers(cfg: Config) -> list[tuple[str, int | None, int | None]] | None:
+    """The non-colocated OPD teachers as ``create_teacher_configs_from_opd_config`` builds them.
+
+    (alias, gpus_per_node, num_nodes) per teacher: ``default_teacher_cfg`` under the alias's
+    ``teacher_overrides`` (``TeacherResourceConfig`` defaults 8 GPUs, 1 node), one per
+    checkpoint when ``deduplicate_shared_teacher_checkpoints`` (default); None unless
+    ``opd.py::is_non_colocated_teachers_enabled``.
+    """
+    if not (cfg.on(f"{OPD}.enabled") and cfg.on(f"{TEACHERS}.enabled")):
+        return None
+    names = cfg.section(f"{OPD}.teacher_model_by_agent_name") or {}
+    default = cfg.section(f"{TEACHERS}.default_teacher_cfg") or {}
+    overrides = cfg.section(f"{TEACHERS}.teacher_overrides") or {}
+    dedup = cfg.flag(f"{OPD}.deduplicate_shared_teacher_checkpoints", True) is not False
+    seen: set[str] = set()
+    out = []
+    for alias, model in names.items():
+        if dedup and model in seen:
+            continue
+        seen.add(str(model))
+        own = overrides.get(alias)
+        merged = {**default, **(own if isinstance(own, dict) else {})}
+        sizes = [merged.get(k, d) for k, d in (("gpus_per_node", 8), ("num_nodes", 1))]
+        gpn, nodes = (s if isinstance(s, int) and not isinstance(s, bool) else None for s in sizes)
+        out.append((str(alias), gpn, nodes))
+    return out
+
+
+@rule(
+    "opd-teachers-placement",
+    Source(GRPO, "setup", "Non-colocated OPD teachers require async GRPO"),
+    Source(GRPO, "setup", "each teacher placement group must fit on one node"),
+    Source(GRPO, "setup", "policy_nodes must be > 0 after reserving OPD teacher nodes"),
+)
+def opd_teachers(cfg: Config) -> Iterator[Violation]:
+    """Non-colocated OPD teachers: async rollouts, a node per teacher group, nodes left over."""
+    teachers = _teachers(cfg)
+    if teachers is None:
+        return
+    if not _async_rollouts(cfg):
+        yield Violation(
+            f"{TEACHERS}.enabled",
+            f"non-colocated OPD teachers with backend {cfg.backend!r} without async rollouts "
+            "(vLLM needs vllm_cfg.async_engine)",
+        )
+    gpn, total = cfg.int("cluster.gpus_per_node"), cfg.int("cluster.num_nodes")
+    for alias, t_gpn, _ in teachers:
+        if gpn is not None and t_gpn is not None and t_gpn > gpn:
+            yield Violation(
+                f"{TEACHERS}.default_teacher_cfg.gpus_per_node",
+                f"OPD teacher {alias!r} asks gpus_per_node={t_gpn} > cluster.gpus_per_node={gpn}",
+                source=1,
+            )
+    nodes = [n for _, _, n in teachers]
+    if total is None or total < 1 or None in nodes or "reward_model" in _env_names(cfg):
+        return  # reward-model nodes are reserved first (not modelled here)
+    left = total - sum(nodes)  # type: ignore[arg-type]
+    if left <= 0:
+        yield Violation(
+            f"{TEACHERS}.default_teacher_cfg.num_nodes",
+            f"OPD teachers take {sum(nodes)} of cluster.num_nodes={total}: {left} left for "  # type: ignore[arg-type]
+            "the policy",
+            source=2,
+        )
+
+
+VIRTUAL_CLUSTER = "nemo_rl/distributed/virtual_cluster.py"
+
+
+@rule(
+    "cluster-segment-size",
+    Source(VIRTUAL_CLUSTER, "select_segment_nodes", "must be divisible by", "raises ValueError"),
+)
+def segment_size(cfg: Config) -> Iterator[Violation]:
+    """``cluster.segment_size`` not dividing the training nodes ``grpo.py::setup`` selects.
+
+    ``prepare_segment_topology`` calls ``select_segment_nodes`` with the policy's nodes
+    (colocated) or the training nodes (non-colocated) on a cluster that reports NVLink
+    domains, which is what ``segment_size`` is for (elsewhere it warns and falls back).
+    """
+    size, gpn, total = (
+        cfg.int("cluster.segment_size"),
+        cfg.int("cluster.gpus_per_node"),
+        cfg.int("cluster.num_nodes"),
+    )
+    world = cfg.training_world()  # None with reward-model or teacher nodes (not modelled)
+    if size is None or size < 1 or gpn is None or total is None or world is None:
+        return
+    nodes = 1 if total == 1 else world // gpn
+    if nodes % size:
+        yield Violation(
+            "cluster.segment_size",
+            f"segment_size {size} does not divide the {nodes} training nodes "
+            "(select_segment_nodes, on a cluster reporting NVLink domains)",
+        )

@@ -287,3 +287,50 @@ def quantized_load_format(cfg: Config, model: ModelConfig) -> Iterator[Violation
                 "refit) is supported",
                 source=i,
             )
+
+
+REFIT_LAYOUT = "nemo_rl/models/generation/vllm/refit_layout.py"
+
+
+def _nixl_expert_tp(cfg: Config) -> int | None:
+    """VLLM's expert TP under NIXL sharded expert refit: vLLM TP when EP is off, else None.
+
+    ``refit_cfg.nixl.shard_expert_weights`` makes the policy select each vLLM rank's slice of
+    every expert weight; with vLLM EP (``expert_parallel_size > 1``) whole experts move and
+    vLLM's ``FusedMoEParallelConfig.make`` sets the expert TP to 1.
+    """
+    if cfg.str("policy.generation.refit_transport") != "nixl":
+        return None
+    if not cfg.on("policy.generation.refit_cfg.nixl.shard_expert_weights"):
+        return None
+    ep = cfg.int(f"{VCFG}.expert_parallel_size", 1)
+    tp = _vllm_size(cfg, "tensor_parallel_size")
+    return tp if ep is not None and ep <= 1 else None
+
+
+@model_rule(
+    "nixl-expert-shard-tp",
+    Source(
+        REFIT_LAYOUT,
+        "select_hf_weight_for_vllm_target",
+        "tensor.shape[shard_dim] % tp_size != 0",
+        "raises ValueError",
+    ),
+    when=lambda cfg: _nixl_expert_tp(cfg) is not None,
+)
+def nixl_expert_shard_tp(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """NIXL sharded expert refit: the experts' intermediate size not divisible by vLLM's TP.
+
+    The HF expert weights it shards (``mlp.experts.N.{gate,up,down}_proj``, the naming of the
+    MoE models whose config writes ``moe_intermediate_size``: Qwen MoE, DeepSeek) are cut
+    along that size (dim 0 of gate/up, dim 1 of down).
+    """
+    tp, size = _nixl_expert_tp(cfg), model.text.extra("moe_intermediate_size")
+    if not model.experts or tp is None or not isinstance(size, int) or isinstance(size, bool):
+        return
+    if size % tp:
+        yield Violation(
+            f"{VCFG}.tensor_parallel_size",
+            f"NIXL shard_expert_weights with vLLM TP {tp} and no EP: the model's "
+            f"moe_intermediate_size {size} is not divisible by {tp}",
+        )

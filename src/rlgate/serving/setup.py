@@ -163,6 +163,11 @@ class TokenizerUnavailable(RecipeError):
                 "the config leaves policy.model_name unset (a launcher fills it); override "
                 "policy.model_name=<hub id> to check it"
             )
+        elif Path(model_id).expanduser().is_dir():
+            todo = (
+                "the folder exists but transformers refuses its files (config.json, "
+                "tokenizer_config.json); fix them, or override policy.tokenizer.name=<hub id>"
+            )
         elif model_id.startswith(("/", "./", "../", "~")):
             todo = (
                 "the config names a local path that does not exist here; override "

@@ -103,9 +103,10 @@ def load_tokenizer(source: str) -> Any:
 
     try:
         return AutoTokenizer.from_pretrained(source)
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # an untrusted folder: transformers' refusals are of any type
+        detail = (str(exc).splitlines() or [type(exc).__name__])[0].strip("'\"")
         raise RecipeError(
-            f"cannot load tokenizer {source!r}: {str(exc).splitlines()[0]}",
+            f"cannot load tokenizer {source!r}: {type(exc).__name__}: {detail}",
             hint="point --tokenizers / RLGATE_TOKENIZERS at a folder with one subfolder per "
             "model (e.g. qwen3.5-35b-a3b/), or make the model available in the HF cache",
         ) from exc

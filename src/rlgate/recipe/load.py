@@ -47,6 +47,9 @@ verbatim) for what reads arbitrary keys: the recipe check rules, the schema, the
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import io
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -65,7 +68,7 @@ from omegaconf.errors import (
 from omegaconf.resolvers import oc as oc_resolvers
 
 from rlgate.core.errors import RecipeError
-from rlgate.core.io import read_yaml
+from rlgate.core.io import memoise, read_text, read_yaml
 from rlgate.recipe.facts import RunContext, RunFacts, context_from_facts, read_facts
 from rlgate.recipe.spec import TIERS, FunctionalGate, GateSpec, KnownLimitation, parse_gate
 
@@ -197,10 +200,22 @@ def _load_yaml(path: Path) -> DictConfig:
     try:
         # OmegaConf's own loader, as NeMo RL's load_config uses: it reads 1e-6 as a float
         # (PyYAML's YAML 1.1 rules read it as a string) and refuses duplicate keys.
-        return OmegaConf.load(path)  # keeps interpolations unresolved
+        text = read_text(path, what="config file", error=RecipeError)
+        key = hashlib.sha256(text.encode("utf-8")).digest()
+        if key in _LOADED:
+            return copy.deepcopy(_LOADED[key])  # _merge pops ``_override_`` keys: a copy each
+        stream = io.StringIO(text)
+        stream.name = str(path)  # PyYAML's error marks name the file, as when it opens it
+        loaded = OmegaConf.load(stream)  # keeps interpolations unresolved
+        memoise(_LOADED, key, copy.deepcopy(loaded), len(text))
+        return loaded
     except (OmegaConfBaseException, yaml.YAMLError, RecursionError) as exc:
         detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise RecipeError(f"{path}: not a valid NeMo RL config: {detail}") from exc
+
+
+#: OmegaConf documents by the SHA-256 of their text (see :data:`rlgate.core.io._PARSED`).
+_LOADED: dict[bytes, DictConfig] = {}
 
 
 def _merge(base: DictConfig, child: DictConfig) -> DictConfig:

@@ -120,9 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         base = timed([sys.executable, "-c", BASELINE])
         tier = timed(tier_command(Path(tmp) / "functional.xml"))
-        print(f"{'what':40s} {'wall s':>8s} {'cpu s':>8s}")
-        print(f"{'baseline: python -c ' + repr(BASELINE):40s} {base[0]:8.1f} {base[1]:8.1f}")
-        print(f"{'functional tier (pytest -m functional)':40s} {tier[0]:8.1f} {tier[1]:8.1f}")
+        print(f"{'what':48s} {'wall s':>8s} {'cpu s':>8s}")
+        print(f"{'baseline: python -c ' + repr(BASELINE):48s} {base[0]:8.1f} {base[1]:8.1f}")
+        print(f"{'functional tier (pytest -m functional)':48s} {tier[0]:8.1f} {tier[1]:8.1f}")
         print(
             f"tier / baseline: wall {tier[0] / base[0]:.2f}x, cpu {tier[1] / base[1]:.2f}x; "
             f"target: tier <= {TARGET_S:.0f} s wall on 2 cores"

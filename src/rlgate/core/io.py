@@ -12,7 +12,9 @@ directory is deleted only after the guard says no input lies in it (:func:`remov
 from __future__ import annotations
 
 import contextlib
+import copy
 import enum
+import hashlib
 import json
 import math
 import os
@@ -762,11 +764,33 @@ def read_yaml(
     """
     file = Path(path)
     text = read_text(file, what=what, error=error, hint=hint)
+    key = hashlib.sha256(text.encode("utf-8")).digest()
+    if key in _PARSED:
+        return copy.deepcopy(_PARSED[key])
     try:
-        return yaml.load(text, Loader=_BudgetLoader)
+        value = yaml.load(text, Loader=_BudgetLoader)
     except (yaml.YAMLError, RecursionError) as exc:
         detail = "nested too deeply" if isinstance(exc, RecursionError) else yaml_problem(exc)
         raise error(f"{file}: not valid YAML: {detail}", hint=hint) from exc
+    memoise(_PARSED, key, copy.deepcopy(value), len(text))
+    return value
+
+
+#: Parsed documents by the SHA-256 of their text (:func:`read_yaml`): the functional tier and
+#: ``recipe check`` read the same recipe chain and Gym configs dozens of times per process.
+#: Only successful parses are kept (an invalid text is refused every time); callers get a copy.
+_PARSED: dict[bytes, Any] = {}
+MEMO_ENTRIES = 256
+MEMO_TEXT_BYTES = 1 << 20  # a larger text is parsed every time
+
+
+def memoise(memo: dict[bytes, Any], key: bytes, value: Any, size: int) -> None:
+    """Keep ``value`` under ``key`` if the text is small, dropping the oldest entry when full."""
+    if size > MEMO_TEXT_BYTES:
+        return
+    if len(memo) >= MEMO_ENTRIES:
+        memo.pop(next(iter(memo)))
+    memo[key] = value
 
 
 def json_number(value: Any) -> float | None:

@@ -47,6 +47,8 @@ verbatim) for what reads arbitrary keys: the recipe check rules, the schema, the
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -65,7 +67,7 @@ from omegaconf.errors import (
 from omegaconf.resolvers import oc as oc_resolvers
 
 from rlgate.core.errors import RecipeError
-from rlgate.core.io import budget_loader, read_text, read_yaml, yaml_problem
+from rlgate.core.io import budget_loader, memoise, read_text, read_yaml, yaml_problem
 from rlgate.recipe.facts import RunContext, RunFacts, context_from_facts, read_facts
 from rlgate.recipe.spec import TIERS, FunctionalGate, GateSpec, KnownLimitation, parse_gate
 
@@ -195,6 +197,13 @@ def _omegaconf_loader() -> type:
 
 
 _OMEGACONF_LOADER = _omegaconf_loader()
+#: What OmegaConf's loader parsed, by the SHA-256 of the text (see :data:`rlgate.core.io._PARSED`):
+#: the functional tier and ``recipe check`` read the same recipe chains dozens of times.
+_LOADED: dict[bytes, Any] = {}
+
+
+def _parse(text: str) -> Any:
+    return yaml.load(text, Loader=_OMEGACONF_LOADER)
 
 
 def _load_yaml(path: Path) -> DictConfig:
@@ -202,8 +211,9 @@ def _load_yaml(path: Path) -> DictConfig:
     # the loader's budget before anything is constructed, then OmegaConf.create of what
     # OmegaConf.load itself would have read (test_recipes checks the two agree).
     text = read_text(path, what="config file", error=RecipeError)
+    key = hashlib.sha256(text.encode("utf-8")).digest()
     try:
-        raw = yaml.load(text, Loader=_OMEGACONF_LOADER)
+        raw = copy.deepcopy(_LOADED[key]) if key in _LOADED else _parse(text)
     except yaml.constructor.ConstructorError as exc:
         raise RecipeError(f"{path}: not a valid NeMo RL config: {yaml_problem(exc)}") from exc
     except (yaml.YAMLError, RecursionError) as exc:
@@ -216,6 +226,8 @@ def _load_yaml(path: Path) -> DictConfig:
             f"{path}: nested more than {MAX_DEPTH} levels deep; not a NeMo RL config",
             hint="NeMo RL configs nest about ten levels",
         )
+    if key not in _LOADED:  # only what parsed (an invalid text is refused every time)
+        memoise(_LOADED, key, copy.deepcopy(raw), len(text))
     try:
         return OmegaConf.create(raw)  # keeps interpolations unresolved
     except (OmegaConfBaseException, RecursionError) as exc:

@@ -25,7 +25,7 @@ from datetime import datetime
 from rlgate.core.junit import read_junit
 from rlgate.core.results import Outcome, Result, Tier
 from rlgate.core.text import one_line, unescape_controls
-from rlgate.history.ingest import RECIPE_PROPERTY, VERSION_PREFIX, make_context
+from rlgate.history.ingest import RECIPE_PROPERTY, add_versions, make_context
 from rlgate.history.model import CANARY_PREFIX, RunContext, check_canary_branch, is_canary
 
 __all__ = [
@@ -63,12 +63,7 @@ def _junit_cases(paths: Iterable[str | os.PathLike[str]]) -> tuple[list, dict[st
     versions: dict[str, str] = {}
     for path in paths:
         for suite in read_junit(path):
-            for key, value in suite.properties:
-                if key.startswith(VERSION_PREFIX):
-                    versions.setdefault(
-                        unescape_controls(key.removeprefix(VERSION_PREFIX)),
-                        unescape_controls(value),
-                    )
+            add_versions(versions, suite)
             for case in suite.cases:
                 recipe = case.prop(RECIPE_PROPERTY)
                 cases.append((unescape_controls(recipe) if recipe else None, case.judged))

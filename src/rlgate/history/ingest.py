@@ -82,6 +82,15 @@ class JunitInput:
     run_dirs: tuple[str, ...]
 
 
+def add_versions(versions: dict[str, str], suite: Any) -> None:
+    """Add a JUnit suite's ``rlgate.version.*`` properties to ``versions`` (first one wins)."""
+    for key, value in suite.properties:
+        if key.startswith(VERSION_PREFIX):
+            versions.setdefault(
+                unescape_controls(key.removeprefix(VERSION_PREFIX)), unescape_controls(value)
+            )
+
+
 def read_junit_results(paths: Iterable[str | os.PathLike[str]]) -> JunitInput:
     """Every testcase's Result (rlgate's and plain pytest ones), in file order.
 
@@ -101,12 +110,7 @@ def read_junit_results(paths: Iterable[str | os.PathLike[str]]) -> JunitInput:
     for path in paths:
         sources.append(str(path))
         for suite in read_junit(path):
-            for key, value in suite.properties:
-                if key.startswith(VERSION_PREFIX):
-                    versions.setdefault(
-                        unescape_controls(key.removeprefix(VERSION_PREFIX)),
-                        unescape_controls(value),
-                    )
+            add_versions(versions, suite)
             for case in suite.cases:
                 results.append(case.judged)  # a contradiction is recorded as its shown failure
                 recipe, run_dir = case.prop(RECIPE_PROPERTY), case.prop(RUN_DIR_PROPERTY)

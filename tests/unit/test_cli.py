@@ -36,7 +36,16 @@ policy:
     enabled: true
   generation:
     backend: vllm
+    max_new_tokens: 512
     temperature: 1.0
+    top_p: 1.0
+    top_k: null
+    val_temperature: 1.0
+    val_top_p: 1.0
+    val_top_k: null
+    stop_token_ids: null
+    stop_strings: null
+    vllm_cfg: {async_engine: false}
     colocated:
       enabled: true
 cluster:
@@ -130,7 +139,7 @@ class TestRecipeCheckManyConfigs:
 
 # Serves chat through vLLM (NeMo Gym on), so the tokenizer-dependent checks apply.
 GYM_MINI = (
-    MINI.replace("temperature: 1.0", "temperature: 1.0\n    vllm_cfg: {async_engine: true}")
+    MINI.replace("vllm_cfg: {async_engine: false}", "vllm_cfg: {async_engine: true}")
     + "env:\n  should_use_nemo_gym: true\n  nemo_gym: {}\n"
 )
 

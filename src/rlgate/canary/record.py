@@ -97,9 +97,8 @@ def _same_stack(branch: str | None, moves: Sequence[Move]) -> bool:
 
     from rlgate.history.canary import CANARY_PREFIX, is_canary
 
-    if not is_canary(branch):
+    if branch is None or not is_canary(branch):
         return False
-    assert branch is not None
     parts = dict(
         p.rsplit("-", 1) for p in branch.removeprefix(CANARY_PREFIX).split("_") if "-" in p
     )

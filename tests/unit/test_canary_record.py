@@ -8,6 +8,7 @@ real PostgreSQL server where its binaries are installed), and read by the real C
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -284,3 +285,141 @@ def test_a_canary_run_does_not_count_toward_a_quarantine_s_runs(tmp_path: Path) 
             )  # fmt: skip
         (state,) = states(store, T0 + timedelta(days=5))
     assert state.active and state.runs_seen == 0
+
+
+# --- `canary --db`: the nightly id before any work, the comparison before the record ------------
+
+
+@pytest.fixture
+def stand_ins(monkeypatch, tmp_path: Path) -> dict:
+    """Stand-ins for the hour-long parts of `rlgate canary` (uv resolve/build, pytest, probe).
+
+    They copy the real JUnit of tests/unit/data/canary (``junit["candidate"]`` may be replaced)
+    and log that they ran.
+    """
+    import shutil
+    import sys
+    import types
+
+    from rlgate.canary import env
+
+    state = {"calls": [], "candidate": CAND}
+
+    def resolve(moves, constraints, work):
+        state["calls"].append("resolve")
+        return types.SimpleNamespace(relaxed=[], seconds=3600)
+
+    def build(resolution, cache, label):
+        state["calls"].append("build")
+        return types.SimpleNamespace(
+            reused=False, seconds=3600, path=tmp_path / "env", python=tmp_path / "env/bin/python"
+        )
+
+    def functional(python, out, tokenizers):
+        state["calls"].append("functional")
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(PIN if python == Path(sys.executable) else state["candidate"],
+                    out / "functional.xml")  # fmt: skip
+        return 0, 900.0
+
+    monkeypatch.setattr(env, "resolve", resolve)
+    monkeypatch.setattr(env, "build", build)
+    monkeypatch.setattr(env, "run_functional", functional)
+    monkeypatch.setattr(env, "run_probe", lambda python, out, tokenizers: (1, 0.0))
+    (tmp_path / "tok").mkdir()
+    return state
+
+
+def _canary_cli(tmp_path: Path, nightly: str, *extra: str) -> int:
+    return main(["canary", "--with", "vllm==0.26.0", "--tokenizers", str(tmp_path / "tok"),
+                 "--db", str(tmp_path / "h.db"), "--nightly-id", nightly, "--json",
+                 str(tmp_path / "canary.json"), "--work-dir", str(tmp_path / "w"),
+                 *extra])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("nightly", "said"),
+    [
+        ("n1", "is already recorded"),
+        ("a\nb", "--nightly-id"),
+        ("x" * 250, "--nightly-id"),
+        ("y" * 190, "--run-id"),  # the nightly fits, the run id it makes does not
+    ],
+)
+def test_a_taken_or_invalid_nightly_id_exits_2_before_any_work(
+    tmp_path: Path, stand_ins: dict, capsys, nightly: str, said: str
+) -> None:
+    from rlgate.history.store import open_store
+
+    with open_store(tmp_path / "h.db") as store:
+        before = record_candidate(store, [CAND], packages=["vllm"], recipe_doc=None,
+                                  nightly_id="n1", recorded_at=T0)  # fmt: skip
+    capsys.readouterr()
+    code = _canary_cli(tmp_path, nightly)
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE, err
+    assert err.count("rlgate: error:") == 1 and said in err and "Traceback" not in err
+    assert stand_ins["calls"] == []  # refused before resolve, build and the tiers
+    assert not (tmp_path / "canary.json").exists()
+    with open_store(tmp_path / "h.db") as store:
+        assert sorted(c.run_id for c in store.nightly("n1")) == sorted(c.run_id for c in before)
+        assert f"{CANARY_RECIPE}@{BRANCH}@n1" in {c.run_id for c in before}
+
+
+def test_a_nightly_id_taken_by_another_stack_only_is_accepted(tmp_path: Path) -> None:
+    from rlgate.canary.record import check_nightly
+    from rlgate.canary.stack import parse_moves
+    from rlgate.history.store import open_store
+
+    with open_store(tmp_path / "h.db") as store:
+        record_candidate(store, [CAND], packages=["vllm"], recipe_doc=None, nightly_id="n1",
+                         recorded_at=T0)  # fmt: skip
+        check_nightly(store, parse_moves(["vllm==0.29.0"]), "n1")  # another version
+        check_nightly(store, parse_moves(["transformers==5.12.0"]), "n1")  # another package
+        check_nightly(store, parse_moves(["vllm==0.26.0", "transformers==5.12.0"]), "n1")
+        with pytest.raises(RlgateError, match="already recorded"):
+            check_nightly(store, parse_moves(["vllm==0.26"]), "n1")  # the same version
+        wheel = tmp_path / "vllm-0.30.0-py3-none-any.whl"
+        wheel.write_bytes(b"")
+        with pytest.raises(RlgateError, match="already recorded"):  # a path: any version
+            check_nightly(store, parse_moves([f"vllm@{wheel}"]), "n1")
+
+
+def _no_vllm_version(tmp_path: Path) -> Path:
+    text = CAND.read_text()
+    stripped = re.sub(r'<property name="rlgate\.version\.vllm" value="[^"]*" ?/>', "", text)
+    assert stripped != text
+    (tmp_path / "cand.xml").write_text(stripped)
+    return tmp_path / "cand.xml"
+
+
+@pytest.mark.parametrize(
+    ("nightly", "said"),
+    [
+        # fits with the functional tier's recipe, not with the long recipe names the JUnit
+        # names (known only after the run)
+        ("z" * 150, "at most 200"),
+        ("n2", "reports no version of vllm"),  # the candidate's JUnit names no vllm version
+    ],
+)
+def test_a_refused_record_keeps_the_comparison(
+    tmp_path: Path, stand_ins: dict, capsys, nightly: str, said: str
+) -> None:
+    """A record refused only after the run loses no output: table, --json, --junit."""
+    if nightly == "n2":
+        stand_ins["candidate"] = _no_vllm_version(tmp_path)
+    capsys.readouterr()
+    code = _canary_cli(tmp_path, nightly, "--junit", str(tmp_path / "canary.xml"))
+    out, err = capsys.readouterr()
+    assert code == ExitCode.USAGE, err
+    assert stand_ins["calls"] == ["resolve", "build", "functional", "functional"]
+    assert err.count("rlgate: error:") == 1 and said in err and "Traceback" not in err
+    assert "only the record failed" in err and str(tmp_path / "canary.json") in err
+    assert "canary vllm==0.26.0: no regression" in out  # the table was printed
+    doc = json.loads((tmp_path / "canary.json").read_text())
+    assert doc["command"] == "canary" and doc["unchanged"] == 208
+    assert "rlgate.canary." in (tmp_path / "canary.xml").read_text()
+    from rlgate.history.store import open_store
+
+    with open_store(tmp_path / "h.db") as store:
+        assert store.nightly(nightly) == []  # nothing recorded

@@ -15,12 +15,23 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rlgate.canary.compare import compare
+from rlgate.canary.compare import (
+    Case,
+    Comparison,
+    Kind,
+    State,
+    compare,
+    compare_recipes,
+    compare_tests,
+)
 from rlgate.canary.record import document
 from rlgate.cli.app import main
 from rlgate.core.errors import ExitCode
 from rlgate.core.io import write_json_atomic
+from rlgate.report.canary_section import CanaryDoc
 
 from .test_canary_compare import _junit
 from .test_report_injection import HOSTILE, _own_links_and_images_only, _parse, _rendered
@@ -184,3 +195,84 @@ def test_a_canary_file_that_is_no_object_exits_2(tmp_path: Path, text: str, caps
     err = capsys.readouterr().err
     assert code == ExitCode.USAGE and err.count("rlgate: error:") == 1 and "canary JSON" in err
     assert not out.exists()
+
+
+def test_a_forged_canary_that_hides_a_regression_exits_2(
+    tmp_path: Path, changed: dict, capsys
+) -> None:
+    """pass -> fail relabelled ``changed``, compatible -> incompatible not a regression."""
+    forged = copy.deepcopy(changed)
+    for t in forged["tests"]:
+        if t["kind"] == "newly-failing":
+            t["kind"], t["regression"] = "changed", False
+    for r in forged["recipes"]:
+        r["regression"] = False
+    forged["regression"] = False
+    canary = _write(tmp_path / "canary.json", forged)
+    capsys.readouterr()
+    code, out = _report(tmp_path, "out", "--canary", str(canary))
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE, err
+    assert err.count("rlgate: error:") == 1 and "contradicts itself" in err
+    assert "kind is changed but pass -> fail is newly-failing" in err
+    assert not out.exists()
+
+
+_STATES = list(State)
+_VERDICTS = ["compatible", "incompatible", "incomplete", "invalid", "error", "absent"]
+
+
+@st.composite
+def _real_doc(draw) -> dict:
+    """A document of the real comparison of random state pairs and recipe verdicts."""
+    n = draw(st.integers(1, 12))
+    pinned, candidate = {}, {}
+    for i in range(n):
+        before = draw(st.sampled_from([None, *_STATES]))
+        after = draw(st.sampled_from([None, *_STATES]))
+        if before is not None:
+            pinned[f"t::c{i}"] = Case(before, "p")
+        if after is not None:
+            candidate[f"t::c{i}"] = Case(after, "c")
+    tests, unchanged = compare_tests(pinned, candidate)
+
+    def checks(side: str) -> dict:
+        return {"reports": [{"name": f"r{i}", "status": draw(st.sampled_from(_VERDICTS),
+                                                            label=f"{side}{i}")}
+                            for i in range(draw(st.integers(0, 3), label=side))]}  # fmt: skip
+
+    recipes = compare_recipes(checks("pin"), checks("cand"))
+    comparison = Comparison(tuple(tests), tuple(recipes), unchanged)
+    return {"schema_version": 1, "command": "canary", "stack": "vllm==0.26.0",
+            **comparison.as_dict()}  # fmt: skip
+
+
+def _contradictions(raw: dict) -> list[str]:
+    return CanaryDoc.model_validate(raw).contradictions()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_real_doc())
+def test_every_document_of_the_real_comparison_is_consistent(raw: dict) -> None:
+    assert _contradictions(raw) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(_real_doc(), st.data())
+def test_any_single_relabelling_is_refused(raw: dict, data) -> None:
+    edits = [("top", None)]
+    edits += [("kind", i) for i in range(len(raw["tests"]))]
+    edits += [("test-regression", i) for i in range(len(raw["tests"]))]
+    edits += [("recipe-regression", i) for i in range(len(raw["recipes"]))]
+    what, i = data.draw(st.sampled_from(edits))
+    forged = copy.deepcopy(raw)
+    if what == "top":
+        forged["regression"] = not forged["regression"]
+    elif what == "kind":
+        others = [k.value for k in Kind if k.value != forged["tests"][i]["kind"]]
+        forged["tests"][i]["kind"] = data.draw(st.sampled_from(others))
+    elif what == "test-regression":
+        forged["tests"][i]["regression"] = not forged["tests"][i]["regression"]
+    else:
+        forged["recipes"][i]["regression"] = not forged["recipes"][i]["regression"]
+    assert _contradictions(forged), (what, i, forged)

@@ -2,7 +2,8 @@
 
 The inputs are what the two stacks' own runs wrote: the functional tier's JUnit (pytest's
 xunit1, read by :func:`rlgate.core.junit.read_junit`) and ``rlgate recipe check --json``.
-Each testcase's state is one of :class:`State`; a change is classified (:class:`Kind`):
+Each testcase's state is one of :class:`State`; a change is classified (:class:`Kind`, by
+:func:`rlgate.core.canary_states.classify`, which the JSON's validation reuses):
 
 * ``newly-failing``: passed on the pin, fails (or errors) on the candidate -- a regression;
 * ``newly-passing``: failed on the pin, passes on the candidate;
@@ -31,13 +32,13 @@ out with a note in :attr:`Comparison.notes`.
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from rlgate.canary.probe import ProbeChange, compare_probes
+from rlgate.core.canary_states import Kind, State, classify, recipe_regressed
 from rlgate.core.junit import JunitCase, read_junit
 from rlgate.core.observations import OBSERVATION_PROPERTY, decode_observation, diff_observations
 from rlgate.core.results import Outcome
@@ -59,28 +60,6 @@ __all__ = [
 ]
 
 XPASS_STRICT = "[XPASS(strict)]"
-
-
-class State(enum.StrEnum):
-    """How one testcase ended in one stack."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    ERROR = "error"
-    SKIP = "skip"
-    XFAIL = "xfail"  # a strict (or plain) expected failure that failed as expected
-    XPASS_STRICT = "xpass-strict"  # a strict xfail that passed: pytest reports a failure
-
-
-class Kind(enum.StrEnum):
-    """What a change means."""
-
-    NEWLY_FAILING = "newly-failing"
-    NEWLY_PASSING = "newly-passing"
-    LIMITATION_LIFTED = "limitation-lifted"
-    CHANGED = "changed"
-    ADDED = "added"
-    REMOVED = "removed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +99,7 @@ class RecipeChange:
     @property
     def regression(self) -> bool:
         """True when the recipe is compatible on the pin and not on the candidate."""
-        return self.pinned == "compatible" and self.candidate in (
-            "incompatible",
-            "invalid",
-            "error",
-        )
+        return recipe_regressed(self.pinned, self.candidate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,17 +233,6 @@ def compare_behaviour(
     return changes
 
 
-def _kind(pinned: State, candidate: State) -> Kind:
-    bad = (State.FAIL, State.ERROR)
-    if candidate is State.XPASS_STRICT and pinned in (State.XFAIL, State.XPASS_STRICT):
-        return Kind.LIMITATION_LIFTED if pinned is State.XFAIL else Kind.CHANGED
-    if pinned is State.PASS and candidate in (*bad, State.XPASS_STRICT):
-        return Kind.NEWLY_FAILING
-    if pinned in bad and candidate is State.PASS:
-        return Kind.NEWLY_PASSING
-    return Kind.CHANGED
-
-
 def compare_tests(
     pinned: Mapping[str, Case], candidate: Mapping[str, Case]
 ) -> tuple[list[TestChange], int]:
@@ -293,7 +257,8 @@ def compare_tests(
         if before.state is after.state:
             unchanged += 1
             continue
-        kind = _kind(before.state, after.state)
+        kind = classify(before.state, after.state)
+        assert kind is not None  # the states differ
         detail = before.message if kind is Kind.LIMITATION_LIFTED else after.message
         changes.append(TestChange(test, kind, before.state, after.state, detail))
     return changes, unchanged

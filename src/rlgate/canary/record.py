@@ -20,10 +20,17 @@ from rlgate.core.text import unescape_controls
 from rlgate.history.ingest import VERSION_PREFIX
 
 if TYPE_CHECKING:
+    from rlgate.canary.stack import Move
     from rlgate.history.model import RunContext
     from rlgate.history.store import Store
 
-__all__ = ["document", "junit_versions", "record_candidate", "stack_branch"]
+__all__ = [
+    "check_nightly",
+    "document",
+    "junit_versions",
+    "record_candidate",
+    "stack_branch",
+]
 
 
 def junit_versions(paths: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
@@ -82,6 +89,61 @@ def document(
         "environment": environment,
         **comparison.as_dict(),
     }
+
+
+def _same_stack(branch: str | None, moves: Sequence[Move]) -> bool:
+    """Whether ``branch`` can be the canary branch of ``moves`` (any version of a path move)."""
+    from packaging.version import InvalidVersion, Version
+
+    from rlgate.history.canary import CANARY_PREFIX, is_canary
+
+    if branch is None or not is_canary(branch):
+        return False
+    parts = dict(
+        p.rsplit("-", 1) for p in branch.removeprefix(CANARY_PREFIX).split("_") if "-" in p
+    )
+    if set(parts) != {m.name for m in moves}:
+        return False
+    for move in moves:
+        if move.version is None:
+            continue
+        try:
+            if Version(parts[move.name]) != move.version:
+                return False
+        except InvalidVersion:
+            return False
+    return True
+
+
+def check_nightly(store: Store, moves: Sequence[Move], nightly_id: str) -> None:
+    """Before any work: ``nightly_id`` is a valid one and no run of this stack's has it.
+
+    The run ids (``<recipe>@canary/<stack>@<nightly id>``) are known only after the
+    candidate ran (its recipes and versions come from its JUnit); what can be checked up
+    front is: the nightly id is one line of at most 200 characters without control
+    characters, a run id of the functional tier's recipe with it fits, and no run of a
+    canary branch of the same moved packages (at the ``==`` versions given; any version
+    of a package given as a path) already has it. :func:`record_candidate` checks every
+    run id again before it records.
+
+    Raises:
+        RlgateError: exit 2, saying which.
+    """
+    from rlgate.history.canary import CANARY_PREFIX, CANARY_RECIPE
+    from rlgate.history.ingest import make_context
+
+    slug = "_".join(f"{m.name}-{m.version or 'x'}".lower() for m in moves)
+    make_context(
+        run_id=f"{CANARY_RECIPE}@{CANARY_PREFIX}{slug}@{nightly_id}", recipe=CANARY_RECIPE,
+        nightly_id=nightly_id,
+    )  # fmt: skip
+    taken = sorted(c.run_id for c in store.nightly(nightly_id) if _same_stack(c.branch, moves))
+    if taken:
+        raise RlgateError(
+            f"--nightly-id {nightly_id!r}: this stack's run {taken[0]!r} is already recorded "
+            f"in {store.shown} with it; nothing was run",
+            hint="give this canary another --nightly-id (or leave it out)",
+        )
 
 
 def record_candidate(

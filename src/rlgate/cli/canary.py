@@ -223,11 +223,16 @@ def _cmd_canary(args: argparse.Namespace) -> int:
     cache = Path(args.cache_dir) if args.cache_dir else canary_env.default_cache_dir()
     store, commits = None, {}
     if args.db:  # before any work: a bad database or --commit is exit 2 now, not in an hour
+        from rlgate.canary.record import check_nightly
         from rlgate.cli.history import open_db
         from rlgate.history.ingest import parse_pairs
+        from rlgate.history.model import utc_now
 
         commits = parse_pairs(args.commit, "--commit")
+        nightly = args.nightly_id or f"canary-{utc_now().strftime('%Y%m%dT%H%M%SZ')}"
         store = open_db(args.db)
+        with store:
+            check_nightly(store, moves, nightly)
     elif args.commit or args.nightly_id:
         raise RlgateError("--commit and --nightly-id say what --db records; give --db too")
     with tempfile.TemporaryDirectory(prefix="rlgate-canary-") as scratch:
@@ -270,35 +275,43 @@ def _cmd_canary(args: argparse.Namespace) -> int:
             comparison, label=label, relaxed=resolution.relaxed, environment=str(built.path),
             pinned_junit=[junits[0]], candidate_junit=[junits[1]], packages=packages,
         )  # fmt: skip
+        # the comparison is out before anything is recorded: a refused record loses nothing
+        print(table(comparison, label), end="")
+        if args.json_out:
+            write_json_atomic(args.json_out, doc)
+        if args.junit_out:
+            write_text_atomic(args.junit_out, junit_text(comparison, label))
         if store is not None:
-            recorded = _record(store, args, [junits[1]], docs[1], packages, commits)
-    print(table(comparison, label), end="")
-    if args.json_out:
-        write_json_atomic(args.json_out, doc)
-    if args.junit_out:
-        write_text_atomic(args.junit_out, junit_text(comparison, label))
-    if store is not None:
-        print(f"canary {label}: recorded {len(recorded)} run(s) of branch {doc['branch']} "
-              f"in {store.shown}")  # fmt: skip
+            recorded = _record(store, nightly, [junits[1]], docs[1], packages, commits, args)
+            print(f"canary {label}: recorded {len(recorded)} run(s) of branch {doc['branch']} "
+                  f"in {store.shown} (nightly {nightly})")  # fmt: skip
     return ExitCode.FAIL if comparison.regressions else ExitCode.OK
 
 
 def _record(
     store: Any,
-    args: argparse.Namespace,
+    nightly: str,
     candidate_junit: list[Path],
     recipe_doc: Any,
     packages: list[str],
     commits: dict[str, str],
+    args: argparse.Namespace,
 ) -> list[Any]:
-    """Record the candidate's runs (``--db``) on the branch ``canary/<stack>``."""
+    """Record the candidate's runs (``--db``) on the branch ``canary/<stack>``.
+
+    A refused record (exit 2) says that the comparison was printed and written all the same.
+    """
     from rlgate.canary.record import record_candidate
     from rlgate.history.model import utc_now
 
-    now = utc_now()
-    nightly = args.nightly_id or f"canary-{now.strftime('%Y%m%dT%H%M%SZ')}"
-    with store:
-        return record_candidate(
-            store, candidate_junit, packages=packages, recipe_doc=recipe_doc,
-            nightly_id=nightly, recorded_at=now, commits=commits,
-        )  # fmt: skip
+    try:
+        with store:
+            return record_candidate(
+                store, candidate_junit, packages=packages, recipe_doc=recipe_doc,
+                nightly_id=nightly, recorded_at=utc_now(), commits=commits,
+            )  # fmt: skip
+    except RlgateError as exc:
+        kept = [p for p in (args.json_out, args.junit_out) if p]
+        where = f" and written to {', '.join(kept)}" if kept else ""
+        exc.message += f" (the comparison above was printed{where}; only the record failed)"
+        raise

@@ -930,6 +930,11 @@ class Store:
                 rows = last_nightlies(rows, last, lambda row: row.context)
             return self._recorded(conn, rows)
 
+    def nightly(self, nightly_id: str) -> list[RunContext]:
+        """The contexts (no Results) of the runs recorded with ``nightly_id``, newest first."""
+        with self._begin() as conn:
+            return [r.context for r in self._contexts(conn, [_RUNS.c.nightly_id == nightly_id])]
+
     def exists(self, run_id: str) -> bool:
         """Whether ``run_id`` is recorded."""
         with self._begin() as conn:

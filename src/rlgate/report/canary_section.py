@@ -3,9 +3,12 @@
 The input is what ``rlgate canary --json`` writes (:func:`rlgate.canary.record.document`),
 read as **untrusted**: a regular file of at most 64 MiB, validated by :class:`CanaryDoc`
 (types, the known kinds and states, bounded strings and lists, and its own consistency: a
-testcase is a regression exactly when it is newly failing, the document's ``regression``
-exactly when it lists one); anything else is exit 2 with one message. Names and details are
-plain ``str`` in the section (the backends escape them, :mod:`rlgate.report.document`).
+testcase's kind is what its two states make it by the comparison's own rule,
+:func:`rlgate.core.canary_states.classify`, and it is a regression exactly when that is newly
+failing; a recipe is a regression exactly when its verdicts make it one; the document's
+``regression`` exactly when it lists one); anything else is exit 2 with one message. Names
+and details are plain ``str`` in the section (the backends escape them,
+:mod:`rlgate.report.document`).
 
 **A canary does not block this release.** The report judges the pinned stack its JUnit ran
 on; a canary says what an *upgrade* would break. Its verdict never enters
@@ -23,6 +26,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
+from rlgate.core.canary_states import Kind, classify, recipe_regressed
+from rlgate.core.canary_states import State as CanaryState
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import read_json, require_regular_file
 from rlgate.core.text import one_line
@@ -95,12 +100,29 @@ class CanaryDoc(_Doc):
     recipes: Annotated[list[CanaryRecipe], Field(max_length=MAX_ITEMS)] = []
 
     def contradictions(self) -> list[str]:
-        """What the document says that its own entries contradict."""
-        out = [
-            f"tests[{i}] ({one_line(t.test)[:80]}): regression is {t.regression} for kind {t.kind}"
-            for i, t in enumerate(self.tests)
-            if t.regression != (t.kind == "newly-failing")
-        ]
+        """What the document says that its own entries contradict.
+
+        A testcase's kind is what its states make it (:func:`rlgate.core.canary_states.classify`,
+        the comparison's own rule) and its ``regression`` exactly when that is newly failing; a
+        recipe's ``regression`` is what its verdicts make it (:func:`recipe_regressed`); the
+        document's ``regression`` exactly when it lists one.
+        """
+        out = []
+        for i, t in enumerate(self.tests):
+            where = f"tests[{i}] ({one_line(t.test)[:80]})"
+            pinned = CanaryState(t.pinned) if t.pinned else None
+            candidate = CanaryState(t.candidate) if t.candidate else None
+            kind = classify(pinned, candidate)
+            if kind is None or kind.value != t.kind:
+                said = kind.value if kind else "no change"
+                out.append(f"{where}: kind is {t.kind} but {t.pinned} -> {t.candidate} is {said}")
+            if t.regression != (kind is Kind.NEWLY_FAILING):
+                out.append(f"{where}: regression is {t.regression} for {t.pinned} -> "
+                           f"{t.candidate}")  # fmt: skip
+        for i, r in enumerate(self.recipes):
+            if r.regression != recipe_regressed(r.pinned, r.candidate):
+                out.append(f"recipes[{i}] ({one_line(r.recipe)[:80]}): regression is "
+                           f"{r.regression} for {r.pinned} -> {r.candidate}")  # fmt: skip
         listed = any(t.regression for t in self.tests) or any(r.regression for r in self.recipes)
         if self.regression != listed:
             out.append(f"regression is {self.regression} but it lists {'a' if listed else 'no'} "

@@ -176,8 +176,22 @@ ENTRY = shlex.join([*STANDIN, "--fault-file", "fault.txt", "--fail-file", "infra
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
 
 
-def make_repo(root: Path, n: int, *, fault_at: int, infra_at: int | None = None) -> list[str]:
-    """A NeMo RL-shaped repository of commits 0..n; from ``fault_at`` on, a reward regression."""
+DRIVER = f'exec {shlex.join(STANDIN)} --fault-file fault.txt "$@"\n'
+
+
+def make_repo(
+    root: Path,
+    n: int,
+    *,
+    fault_at: int,
+    infra_at: int | None = None,
+    driver_at: tuple[int, str] | None = None,
+) -> list[str]:
+    """A NeMo RL-shaped repository of commits 0..n; from ``fault_at`` on, a reward regression.
+
+    ``driver.sh`` (run by the entrypoint ``bash driver.sh``) starts the stand-in, except at
+    ``driver_at``'s commit, where it is that script.
+    """
     repo = root / "nemo-rl"
     (repo / "examples" / "nemo_gym").mkdir(parents=True)
     (repo / "examples" / "nemo_gym" / "run_grpo_nemo_gym.py").write_text("# entry point\n")
@@ -188,6 +202,8 @@ def make_repo(root: Path, n: int, *, fault_at: int, infra_at: int | None = None)
         (repo / "version.txt").write_text(f"{i}\n")
         if i == fault_at:
             (repo / "fault.txt").write_text("reward_flat\n")
+        script = driver_at[1] if driver_at is not None and driver_at[0] == i else DRIVER
+        (repo / "driver.sh").write_text(script)
         infra = repo / "infra.txt"
         if i == infra_at:
             infra.write_text(OOM + "\n")
@@ -324,7 +340,8 @@ class TestInputAndPlan:
         assert "8 commit(s) after --good" in out and "expected steps: 3 (ceil(log2 8))" in out
         assert all(sha[:12] in out for sha in shas)
         # the recipe's 4 nodes x 8 GPUs x 2 h = 64 GPU-h per step, 3 steps
-        assert "GPU-hours 64 per step, 192 for 3 step(s) (at most 384" in out
+        # at most: skips leave all 7 commits but --bad to test, each twice (1 retry)
+        assert "GPU-hours 64 per step, 192 for 3 step(s) (at most 896 for 14 run(s)" in out
         tree = tmp_path / "work" / "worktrees" / f"{shas[4][:12]}-1"
         assert f"\ncd {tree}\n" in out and f"COMMAND='cd {tree} && uv run examples/" in out
         assert "sbatch --parsable" in out and "--time=2:00:00" in out
@@ -349,3 +366,241 @@ class TestInputAndPlan:
         out = capsys.readouterr().out
         assert "expected steps: 2 (ceil(log2 3))" in out and "GPU-hours n/a" in out
         assert "http://head:8265" in out and f"{shas[2][:12]}" in out
+
+
+# --- findings: what is infrastructure, what a rerun reuses, what the range holds ----------------
+
+SH_STANDIN = shlex.join(STANDIN) + ' --fault-file fault.txt "$@"'
+
+
+class TestInfraIsNeverAVerdict:
+    @pytest.mark.parametrize(
+        ("script", "said"),
+        [
+            (f"{SH_STANDIN}\nkill -9 $$\n", "exit status 137: killed by signal 9"),
+            ('exec rlgate-no-such-driver "$@"\n', "exit status 127: the command was not found"),
+            ("chmod -x driver.sh; ./driver.sh\n", "exit status 126"),
+            ("echo 'something went wrong' >&2\nexit 1\n", "no step logged"),
+        ],
+        ids=["sigkill", "not-found", "not-executable", "no-step"],
+    )
+    def test_a_killed_or_missing_driver_is_retried_then_skipped(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], script: str, said: str
+    ) -> None:
+        shas = make_repo(tmp_path, 4, fault_at=3, driver_at=(2, script))  # the first midpoint
+        argv = bisect_argv(tmp_path, shas, "--retries", "1")
+        argv[argv.index("--entrypoint") + 1] = "bash driver.sh"
+        assert main(argv) == 3  # never a confident (wrong) first bad commit 2
+        out = capsys.readouterr().out
+        assert out.count(f"testing {shas[2][:12]}") == 2 and said in out
+        assert f"{shas[2][:12]}: skipped (infrastructure on 2 attempt(s))" in out
+        assert f"the first bad commit is one of 2 (skipped for infrastructure: {shas[2][:12]})" in (
+            out
+        )
+        assert [r[2] for r in rows(str(tmp_path / "history.db"))] == [
+            "error",
+            "error",
+            "pass",
+            "fail",
+        ]
+
+    def test_a_run_that_trained_then_crashed_on_its_own_is_bad(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        crash = f"{SH_STANDIN} --stop-at-step 2\necho 'ValueError: the code broke' >&2\nexit 1\n"
+        shas = make_repo(tmp_path, 4, fault_at=3, driver_at=(2, crash))
+        argv = bisect_argv(tmp_path, shas)
+        argv[argv.index("--entrypoint") + 1] = "bash driver.sh"
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert f"{shas[2][:12]}: bad: run died" in out
+        assert f"first bad commit: {shas[2]} commit 2" in out
+
+    def test_a_watch_timeout_cancels_the_job_before_its_worktree_goes(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from rlgate.launch.local import LocalBackend
+        from rlgate.launch.manifest import load_manifest
+
+        shas = make_repo(tmp_path, 2, fault_at=2, driver_at=(1, f"{SH_STANDIN} --hang\n"))
+        argv = bisect_argv(tmp_path, shas, "--retries", "0", "--timeout-minutes", "0.03")
+        argv[argv.index("--entrypoint") + 1] = "bash driver.sh"
+        assert main(argv) == 3
+        out = capsys.readouterr().out
+        assert "cancelled: process group" in out
+        manifest = load_manifest(tmp_path / "work" / "runs" / f"{shas[1][:12]}-1")
+        assert manifest.pid is not None and not LocalBackend._alive(manifest)
+        assert len(_git(tmp_path / "nemo-rl", "worktree", "list").splitlines()) == 1
+
+
+def test_a_rerun_with_other_tiers_entrypoint_backend_or_site_starts_over(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from rlgate.cli.bisect import HistoryLog
+    from rlgate.core.results import Tier
+    from rlgate.history.store import open_store
+
+    commits = tuple(f"{i:040x}" for i in range(1, 5))
+    spec = BisectSpec(
+        recipe=TARGET, repo=tmp_path, good="0" * 40, bad=commits[-1], commits=commits,
+        backend=Backend.LOCAL, site=SiteConfig(), work_dir=tmp_path / "work",
+        tiers=(Tier.CONVERGENCE,),
+    )  # fmt: skip
+    calls: list[str] = []
+
+    def step(spec: BisectSpec, commit: str, attempt: int) -> StepOutcome:
+        calls.append(commit)
+        verdict = Attempt.BAD if commits.index(commit) >= 2 else Attempt.GOOD
+        return StepOutcome(commit, attempt, verdict, "v", spec.work_dir / commit[:12])
+
+    others = [
+        replace(spec, tiers=(Tier.CONVERGENCE, Tier.PERF)),
+        replace(spec, entrypoint=("python", "-m", "other")),
+        replace(spec, backend=Backend.RAY),
+        replace(spec, site=SiteConfig(runs_root=str(tmp_path / "elsewhere"))),
+    ]
+    with open_store(str(tmp_path / "h.db")) as store:
+        log = lambda s: HistoryLog(store, "bisect/r/x", "r", None, (), s.identity())  # noqa: E731
+        run_bisect(spec, log(spec), step=step)
+        calls.clear()
+        run_bisect(spec, log(spec), step=step)
+        assert calls == []  # the same options: resumed
+        for other in others:
+            run_bisect(other, log(other), step=step)
+            assert calls, other
+            calls.clear()
+
+
+def side_branch_repo(root: Path) -> dict[str, str]:
+    """base -> B (mainline) -> M (merges side G) -> bad; G branches off base."""
+    repo = root / "nemo-rl"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    shas = {}
+    for name in ("base", "B"):
+        (repo / f"{name}.txt").write_text(name)
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", name)
+        shas[name] = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "-b", "side", shas["base"])
+    (repo / "G.txt").write_text("G")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "G")
+    shas["G"] = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "merge", "-q", "--no-ff", "-m", "M", "side")
+    shas["M"] = _git(repo, "rev-parse", "HEAD")
+    (repo / "bad.txt").write_text("bad")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "bad")
+    shas["bad"] = _git(repo, "rev-parse", "HEAD")
+    return shas
+
+
+def test_a_good_on_a_merged_side_branch_bisects_only_its_descendants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rlgate.launch.bisect import commit_range
+
+    shas = side_branch_repo(tmp_path)
+    repo = tmp_path / "nemo-rl"
+    # B never had G's code: it is no candidate for the first bad commit after G
+    assert commit_range(repo, shas["G"], shas["bad"]) == [shas["M"], shas["bad"]]
+    assert commit_range(repo, shas["base"], shas["bad"]) == [shas["B"], shas["M"], shas["bad"]]
+    argv = bisect_argv(tmp_path, [shas["G"], shas["bad"]], "--dry-run")
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "2 commit(s) after --good" in out and shas["B"][:12] not in out
+
+
+def test_bisect_steps_are_no_baseline_of_triage_or_report(tmp_path: Path) -> None:
+    from rlgate.cli.bisect import HistoryLog
+    from rlgate.history.model import CommitRef
+    from rlgate.history.store import open_store
+    from rlgate.history.triage import window
+
+    sha = "ab" * 20
+    with open_store(str(tmp_path / "h.db")) as store:
+        log = HistoryLog(store, f"bisect/r/{'0' * 12}..{sha[:12]}", "r", None, (), "id")
+        log.record(StepOutcome(sha, 1, Attempt.GOOD, "gate passed", tmp_path / "run"))
+        assert len(store.runs()) == 1
+        assert window(store.runs(), commit=CommitRef(sha), last=None) == []
+        assert window(store.runs(), commit=CommitRef(sha[:12], "nemo_rl"), last=None) == []
+
+
+def test_a_bad_node_count_for_the_local_backend_is_exit_2_before_any_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shas = make_repo(tmp_path, 2, fault_at=2)
+    argv = bisect_argv(tmp_path, shas)
+    at = argv.index("cluster.num_nodes=1")
+    del argv[at - 1 : at + 1]  # the recipe's own 4 nodes
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("rlgate: error:") == 1 and "the local backend" in err
+    assert not (tmp_path / "work" / "runs").exists()
+
+
+def test_own_stale_worktrees_go_and_the_users_prunable_ones_stay(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path, 2, fault_at=2)
+    repo = tmp_path / "nemo-rl"
+    _git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "users"), shas[0])
+    import shutil
+
+    shutil.rmtree(tmp_path / "users")  # the user's own prunable registration
+    work = tmp_path / "work"
+    stale = work / "worktrees" / f"{shas[1][:12]}-1"  # a ^C before launch left it
+    kept = work / "worktrees" / f"{shas[1][:12]}-2"  # its run cannot be read: may still run
+    for tree in (stale, kept):
+        _git(repo, "worktree", "add", "-q", "--detach", str(tree), shas[1])
+    (work / "runs" / kept.name).mkdir(parents=True)
+    (work / "runs" / kept.name / "rlgate_manifest.json").write_text("{not json")
+    spec = BisectSpec(
+        recipe=TARGET, repo=repo, good=shas[0], bad=shas[-1], commits=tuple(shas[1:]),
+        backend=Backend.LOCAL, site=SiteConfig(), work_dir=work,
+    )  # fmt: skip
+
+    class Log:
+        def attempts(self) -> dict[str, list[Attempt]]:
+            return {}
+
+        def record(self, outcome: StepOutcome) -> None:
+            pass
+
+    def step(spec: BisectSpec, commit: str, attempt: int) -> StepOutcome:
+        return StepOutcome(commit, attempt, Attempt.BAD, "bad", spec.work_dir)
+
+    events: list[str] = []
+    run_bisect(spec, Log(), step=step, on_event=events.append)
+    assert not stale.exists() and kept.exists()
+    assert any(stale.name in e and "removed 1 worktree" in e for e in events)
+    listed = _git(repo, "worktree", "list", "--porcelain")
+    assert str(tmp_path / "users") in listed and str(kept) in listed and str(stale) not in listed
+    # an own removal never prunes the user's registration
+    from rlgate.launch.bisect import _remove_worktree
+
+    assert _remove_worktree(repo, kept)
+    assert str(tmp_path / "users") in _git(repo, "worktree", "list", "--porcelain")
+
+
+def test_subjects_of_more_commits_than_one_argv_holds(tmp_path: Path) -> None:
+    import subprocess
+
+    from rlgate.launch.bisect import subjects
+
+    repo = tmp_path / "many"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    n = 60_000  # 60k SHAs on one argv: past Linux's 2 MiB ARG_MAX
+    stream = "".join(
+        f"commit refs/heads/main\ncommitter a <a@b> {1700000000 + i} +0000\n"
+        f"data {len(f'c{i:03d}')}\nc{i:03d}\n"
+        for i in range(n)
+    )
+    subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input=stream.encode(),
+                   check=True)  # fmt: skip
+    shas = _git(repo, "rev-list", "--reverse", "main").split()
+    assert len(shas) == n
+    found = subjects(repo, shas)
+    assert found[shas[0]] == "c000" and found[shas[-1]] == f"c{n - 1:03d}"
+    assert all(found.values())

@@ -156,6 +156,9 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
     first = narrow(spec.commits, {}).next
     shown = f"{(first or spec.bad)[:12]}-1" if args.dry_run else "probe"  # never created
     probe = spec.plan(spec.work_dir / "runs" / shown, spec.repo)
+    from rlgate.launch.plan import backend_for
+
+    backend_for(probe.backend, spec.site).render(probe)  # the launch's own backend check
     if args.dry_run:
         return _dry_run(spec, probe, first, names)
     name, sha = recipe_identity(spec.recipe)
@@ -164,7 +167,7 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
 
     store = open_db(args.db if args.db is not None else os.environ.get("RLGATE_DB"))
     with store:
-        log = HistoryLog(store, branch, name, sha, _recorded_overrides(spec))
+        log = HistoryLog(store, branch, name, sha, _recorded_overrides(spec), spec.identity())
         result = run_bisect(spec, log, on_event=_event)
     ran, judged = len(result.ran), len(result.verdicts)
     print(
@@ -191,6 +194,8 @@ def _dry_run(spec: Any, probe: Any, first: str | None, names: dict[str, str]) ->
 
     n = len(spec.commits)
     steps = expected_steps(n)
+    # the worst case: skips leave every commit but --bad to test, each on every attempt
+    worst = max(n - 1, 0) * (spec.retries + 1)
     print(f"bisect {spec.recipe.stem}: {n} commit(s) after --good, --bad last (first parents):")
     print(f"  good {spec.good[:12]} {names.get(spec.good, '')}".rstrip())
     for commit in spec.commits:
@@ -203,7 +208,8 @@ def _dry_run(spec: Any, probe: Any, first: str | None, names: dict[str, str]) ->
     else:
         hours = (
             f"GPU-hours {per:g} per step, {per * steps:g} for {steps} step(s) (at most "
-            f"{per * steps * (spec.retries + 1):g} with {spec.retries} infra retr(y/ies) each)"
+            f"{per * worst:g} for {worst} run(s): every commit but --bad tested, with "
+            f"{spec.retries} infra retr(y/ies) each)"
         )
     print(f"expected steps: {steps} (ceil(log2 {n})); each step {cost}; {hours}")
     if first is not None:
@@ -230,20 +236,28 @@ def _recorded_overrides(spec: Any) -> tuple[str, ...]:
 class HistoryLog:
     """The history as a bisection's step log: one recorded run per attempt, on its branch.
 
-    Only runs of this recipe file (its hash) judged with the same overrides count, so a
-    bisection rerun with other options starts over rather than reusing other verdicts.
+    Only runs of this recipe file (its hash) judged with the same overrides and the same
+    :meth:`~rlgate.launch.bisect.BisectSpec.identity` (tiers, entrypoint, backend, site)
+    count, so a bisection rerun with other options starts over rather than reusing other
+    verdicts.
     """
 
     def __init__(
-        self, store: Store, branch: str, recipe: str, sha: str | None, overrides: tuple[str, ...]
+        self,
+        store: Store,
+        branch: str,
+        recipe: str,
+        sha: str | None,
+        overrides: tuple[str, ...],
+        identity: str | None = None,
     ) -> None:
         self.store, self.branch, self.recipe = store, branch, recipe
-        self.sha, self.overrides = sha, overrides
+        self.sha, self.overrides, self.identity = sha, overrides, identity
 
     def attempts(self) -> dict[str, list[Attempt]]:
         """Commit -> its recorded attempts, oldest first."""
         from rlgate.core.results import Outcome
-        from rlgate.launch.bisect import STEP_CHECK, Attempt
+        from rlgate.launch.bisect import IDENTITY, STEP_CHECK, Attempt
 
         found: dict[str, list[Attempt]] = {}
         runs = self.store.runs(recipe=self.recipe, branch=self.branch)
@@ -253,7 +267,7 @@ class HistoryLog:
                 continue
             commit = ctx.commits.get("nemo_rl")
             step = next((r for r in run.results if r.name == STEP_CHECK), None)
-            if commit is None or step is None:
+            if commit is None or step is None or step.evidence.get(IDENTITY) != self.identity:
                 continue
             verdict = {Outcome.PASS: Attempt.GOOD, Outcome.FAIL: Attempt.BAD}.get(
                 step.outcome, Attempt.INFRA
@@ -283,5 +297,5 @@ class HistoryLog:
             source=str(outcome.run_dir),
         )
         steps = steps_of(outcome.run) if outcome.run is not None else {}
-        record(self.store, context, [outcome.step_result(), *outcome.results], steps)
+        record(self.store, context, [outcome.step_result(self.identity), *outcome.results], steps)
         sys.stdout.flush()

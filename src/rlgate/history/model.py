@@ -30,6 +30,7 @@ from rlgate.core.validate import LineText, as_utc
 from rlgate.swe.records import Outcome as SweOutcome
 
 __all__ = [
+    "BISECT_PREFIX",
     "CANARY_PREFIX",
     "MAX_ID_CHARS",
     "CommitRef",
@@ -38,6 +39,7 @@ __all__ = [
     "SweInstanceRow",
     "SweOutcome",
     "check_canary_branch",
+    "is_bisect",
     "is_canary",
     "last_nightlies",
     "nightly_key",
@@ -61,6 +63,15 @@ Name = Annotated[LineText, Field(min_length=1, max_length=MAX_ID_CHARS), AfterVa
 CANARY_PREFIX = "canary/"
 _PART = r"[a-z0-9][a-z0-9.!+-]*"  # a canonical name, a dash, a normalized PEP 440 version
 _SLUG = re.compile(rf"{_PART}(?:_{_PART})*")
+
+
+#: The branches of ``rlgate bisect`` (rlgate.launch.bisect.bisect_branch): never a baseline.
+BISECT_PREFIX = "bisect/"
+
+
+def is_bisect(branch: str | None) -> bool:
+    """True for a bisection's branch (``bisect/...``): its steps judge other commits' code."""
+    return branch is not None and branch.startswith(BISECT_PREFIX)
 
 
 def is_canary(branch: str | None) -> bool:

@@ -62,6 +62,7 @@ from rlgate.history.model import (
     RecordedRun,
     RunContext,
     SweInstanceRow,
+    is_bisect,
     is_canary,
     last_nightlies,
     utc_now,
@@ -752,6 +753,12 @@ class Store:
         from rlgate.history.bands import promotion_blockers
 
         run = self.run(run_id)
+        if is_bisect(run.context.branch):
+            raise RlgateError(
+                f"run {run_id!r} is a bisection step (branch {run.context.branch}): it judges "
+                "another commit's code and never serves a reference band",
+                hint="promote a nightly run",
+            )
         if is_canary(run.context.branch):
             raise RlgateError(
                 f"run {run_id!r} is a canary run (branch {run.context.branch}): a candidate "
@@ -967,7 +974,9 @@ class Store:
             rows = [
                 r
                 for r in self._contexts(conn, [_RUNS.c.recipe == recipe, hw])
-                if r.promoted and not is_canary(r.context.branch)  # a canary is no band
+                if r.promoted
+                and not is_canary(r.context.branch)  # a canary is no band
+                and not is_bisect(r.context.branch)  # nor a bisection's step
             ]
             if overrides is not None:
                 rows = [r for r in rows if list(r.context.overrides) == list(overrides)]

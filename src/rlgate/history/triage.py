@@ -60,7 +60,7 @@ from enum import Enum
 from typing import Any
 
 from rlgate.core.results import CHECK_TIERS, INFRA_CAUSE, MODELS, Outcome, Result, Tier
-from rlgate.history.model import CommitRef, RecordedRun, RunContext, is_canary
+from rlgate.history.model import CommitRef, RecordedRun, RunContext, is_bisect, is_canary
 
 __all__ = [
     "DEFAULT_LAST",
@@ -369,7 +369,8 @@ def window(
     not change; ``before``'s nightly and run are still left out): its ``main_branch`` runs
     and other branches' runs of the same code (every branch's when main never ran it).
     ``own``: none of the candidate's own recordings (:class:`CandidateIdentity`). A canary
-    branch's runs (``canary/...``) are in no window but one of that branch.
+    branch's runs (``canary/...``) are in no window but one of that branch, and neither are a
+    bisection's (``bisect/...``).
     """
     if last is not None and last < 1:
         raise ValueError(f"last must be at least 1, got {last}")
@@ -380,6 +381,8 @@ def window(
             continue
         if is_canary(ctx.branch) and ctx.branch != main_branch:
             continue  # a canary is only ever compared with its own branch (history.canary)
+        if is_bisect(ctx.branch) and ctx.branch != main_branch:
+            continue  # a bisection's steps are no baseline (their commits' code is on trial)
         if commit is not None:
             if not commit.matches(ctx.commits):
                 continue

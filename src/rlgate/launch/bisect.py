@@ -38,6 +38,7 @@ from rlgate.launch.manifest import Backend, RunStatus
 from rlgate.launch.site import SiteConfig
 
 __all__ = [
+    "IDENTITY",
     "STEP_CHECK",
     "Attempt",
     "BisectResult",
@@ -49,8 +50,10 @@ __all__ = [
     "bisect_branch",
     "commit_range",
     "default_work_dir",
+    "died_for_infra",
     "expected_steps",
     "narrow",
+    "remove_stale_worktrees",
     "resolve_commit",
     "run_bisect",
     "run_step",
@@ -60,6 +63,8 @@ __all__ = [
 
 #: The Result each recorded step carries: PASS good, FAIL bad, ERROR infra.
 STEP_CHECK = "bisect_step"
+#: The STEP_CHECK evidence key of :meth:`BisectSpec.identity`.
+IDENTITY = "bisect_identity"
 _GIT_TIMEOUT = 300
 _STEP_DIRS = ("runs", "worktrees")  # under the work dir: <commit12>-<attempt> in each
 
@@ -169,7 +174,11 @@ def resolve_commit(repo: Path, rev: str, option: str) -> str:
 
 
 def commit_range(repo: Path, good: str, bad: str) -> list[str]:
-    """good..bad along ``bad``'s first parents, oldest first (exit 2 unless good < bad)."""
+    """good..bad along ``bad``'s first parents, oldest first (exit 2 unless good < bad).
+
+    Only descendants of ``good`` (``--ancestry-path``): with ``good`` on a merged side
+    branch, the mainline commits before the merge never had good's code and are left out.
+    """
     if good == bad:
         raise LaunchError(f"--good and --bad are the same commit {good[:12]}")
     out = _git("git -C {repo} merge-base --is-ancestor {good} {bad}", repo=repo, good=good, bad=bad)
@@ -180,21 +189,38 @@ def commit_range(repo: Path, good: str, bad: str) -> list[str]:
         )
     if out.returncode != 0:
         raise LaunchError(f"git merge-base failed in {repo}: {_last_line(out.stderr)}")
-    out = _git(
-        "git -C {repo} rev-list --first-parent --reverse {span}", repo=repo, span=f"{good}..{bad}"
-    )
+    span = f"{good}..{bad}"
+    chain = _rev_list(repo, "git -C {repo} rev-list --first-parent --reverse {span}", span)
+    descendants = set(_rev_list(repo, "git -C {repo} rev-list --ancestry-path {span}", span))
+    commits = [c for c in chain if c in descendants]
+    # the descendants on a first-parent chain are a suffix of it (a descendant's later
+    # first-parent commits descend from it too): anything else is a history bisect can't walk
+    if not commits or commits != chain[len(chain) - len(commits) :] or commits[-1] != bad:
+        raise LaunchError(
+            f"no first-parent line of commits descending from --good {good[:12]} leads to "
+            f"--bad {bad[:12]}",
+            hint="pick a --good on --bad's first-parent chain (or the merge that brought it in)",
+        )
+    return commits
+
+
+def _rev_list(repo: Path, template: str, span: str) -> list[str]:
+    out = _git(template, repo=repo, span=span)
     if out.returncode != 0:
         raise LaunchError(f"git rev-list failed in {repo}: {_last_line(out.stderr)}")
     return out.stdout.split()
 
 
+_SUBJECTS_CHUNK = 1000  # SHAs per git log call: far below any argv limit
+
+
 def subjects(repo: Path, commits: Sequence[str]) -> dict[str, str]:
     """Each commit's subject line (for messages; empty where git says nothing)."""
-    if not commits:
-        return {}
-    out = _git("git -C {repo} log --no-walk=unsorted --format=%H%x09%s {revs}", repo=repo,
-               revs=list(commits))  # fmt: skip
-    found = dict(line.split("\t", 1) for line in out.stdout.splitlines() if "\t" in line)
+    found: dict[str, str] = {}
+    for at in range(0, len(commits), _SUBJECTS_CHUNK):
+        out = _git("git -C {repo} log --no-walk=unsorted --format=%H%x09%s {revs}", repo=repo,
+                   revs=list(commits[at : at + _SUBJECTS_CHUNK]))  # fmt: skip
+        found |= dict(line.split("\t", 1) for line in out.stdout.splitlines() if "\t" in line)
     return {c: found.get(c, "") for c in commits}
 
 
@@ -211,10 +237,10 @@ def _add_worktree(repo: Path, path: Path, commit: str) -> None:
             raise LaunchError(f"git submodule update failed: {_last_line(out.stderr)}")
 
 
-def _remove_worktree(repo: Path, path: Path) -> None:
-    if path.exists():
-        _git("git -C {repo} worktree remove --force {path}", repo=repo, path=path)
-    _git("git -C {repo} worktree prune", repo=repo)
+def _remove_worktree(repo: Path, path: Path) -> bool:
+    """Remove bisect's own worktree ``path`` (never a prune: the user's registrations stay)."""
+    out = _git("git -C {repo} worktree remove --force {path}", repo=repo, path=path)
+    return out.returncode == 0 or not path.exists()
 
 
 # --- the driver ----------------------------------------------------------------------------
@@ -245,6 +271,24 @@ class BisectSpec:
     interval: float = 60.0
     timeout: float | None = None
     tiers: tuple[Tier, ...] = (Tier.CONVERGENCE, Tier.PERF)
+
+    def identity(self) -> str:
+        """A hash of the tiers, entrypoint, backend and site: what decides a verdict.
+
+        The recipe and overrides are in the history's context already. Steps recorded under
+        another identity are not reused.
+        """
+        import hashlib
+        import json
+
+        facts = {
+            "tiers": sorted(t.value for t in self.tiers),
+            "entrypoint": list(self.entrypoint) if self.entrypoint else None,
+            "backend": self.backend.value,
+            "site": self.site.model_dump(mode="json"),
+        }
+        text = json.dumps(facts, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def plan(self, run_dir: Path, workdir: Path) -> LaunchPlan:
         """The launch of one step (RecipeError/LaunchError as ``rlgate launch`` raises)."""
@@ -277,12 +321,17 @@ class StepOutcome:
     hardware: str | None = None
     commits: dict[str, str] = field(default_factory=dict)
 
-    def step_result(self) -> Result:
-        """The :data:`STEP_CHECK` Result (PASS good, FAIL bad, ERROR infra with its cause)."""
+    def step_result(self, identity: str | None = None) -> Result:
+        """The :data:`STEP_CHECK` Result (PASS good, FAIL bad, ERROR infra with its cause).
+
+        ``identity``: :meth:`BisectSpec.identity`, recorded so a rerun reuses only its own.
+        """
         outcome = {Attempt.GOOD: Outcome.PASS, Attempt.BAD: Outcome.FAIL}.get(
             self.verdict, Outcome.ERROR
         )
         evidence: dict[str, object] = {"commit": self.commit, "attempt": self.attempt}
+        if identity is not None:
+            evidence[IDENTITY] = identity
         if self.verdict is Attempt.INFRA:
             evidence[INFRA_CAUSE] = {"reason": "bisect_infra", "detail": self.message}
         return Result(
@@ -324,6 +373,46 @@ def _infra(spec: BisectSpec, commit: str, attempt: int, run_dir: Path, why: str)
     return StepOutcome(commit, attempt, Attempt.INFRA, why, run_dir)
 
 
+def died_for_infra(manifest: Any) -> str | None:
+    """Why a run that died is the infrastructure's, not its code's (None: the code's).
+
+    The code is only blamed for a run that started training (logged a step) and then exited
+    with its own non-zero status. No step logged, no exit status recorded, a signal (exit
+    128+N, e.g. 137: SIGKILL, the OOM killer; or a negative status), 126/127 (the command
+    not executable / not found) and a failed job with status 0 (Slurm: killed by a signal)
+    are infrastructure.
+    """
+    code = manifest.exit_status
+    if code in (126, 127):
+        return f"exit status {code}: the command was not found or not executable"
+    if code is not None and (code >= 128 or code < 0):
+        signal = code - 128 if code >= 128 else -code
+        return f"exit status {code}: killed by signal {signal}"
+    if manifest.last_step is None:
+        return "no step logged"
+    if code is None:
+        return "no exit status recorded (killed?)"
+    if code == 0:
+        return "the job failed with exit status 0 (killed by a signal?)"
+    return None
+
+
+def _stop_job(spec: BisectSpec, manifest: Any) -> str | None:
+    """Cancel a job still running (the launcher's cancel: only a job proven rlgate's).
+
+    Returns what was done, or None when it could not be cancelled (it may still run).
+    """
+    from rlgate.launch.plan import backend_for
+
+    backend = backend_for(manifest.backend, spec.site)
+    try:
+        if backend.poll(manifest).phase.terminal:
+            return "ended"
+        return f"cancelled: {backend.cancel(manifest)}"
+    except RlgateError:
+        return None
+
+
 def run_step(spec: BisectSpec, commit: str, attempt: int) -> StepOutcome:
     """Launch, watch and judge one attempt at ``commit`` from its own worktree."""
     from rlgate.checks.plan import load_inputs, load_plan, run_gate
@@ -334,16 +423,22 @@ def run_step(spec: BisectSpec, commit: str, attempt: int) -> StepOutcome:
     run_dir = spec.work_dir / "runs" / name
     tree = spec.work_dir / "worktrees" / name
     # the worktree goes once the job is over; an interrupt (^C) leaves it to a job that
-    # may still run from it (the next attempt number steps over it)
+    # may still run from it (the next attempt number steps over it, the next run removes it
+    # once its job has ended)
     try:
         _add_worktree(spec.repo, tree, commit)
         plan = spec.plan(run_dir, tree)
         manifest = launch(plan)
-        watched = watch_run(run_dir, interval=spec.interval, timeout=spec.timeout)
+        watched = watch_run(
+            run_dir, interval=spec.interval, timeout=spec.timeout, cancel_stalled=True
+        )
     except RlgateError as exc:
-        _remove_worktree(spec.repo, tree)
-        return _infra(spec, commit, attempt, run_dir, f"{type(exc).__name__}: {exc.message}")
-    _remove_worktree(spec.repo, tree)
+        why = f"{type(exc).__name__}: {exc.message}"
+        if "manifest" in locals() and _stop_job(spec, manifest) is None:
+            why += f"; the job could not be cancelled: its worktree {tree} is kept"
+        else:
+            _remove_worktree(spec.repo, tree)
+        return _infra(spec, commit, attempt, run_dir, why)
     facts = {
         "hardware": f"{manifest.nodes}n{manifest.gpus_per_node}g",
         "commits": {"nemo_rl": commit}
@@ -354,10 +449,24 @@ def run_step(spec: BisectSpec, commit: str, attempt: int) -> StepOutcome:
         RunStatus.STOPPED_SHORT,
         RunStatus.LOST,
     ):
-        out = _infra(spec, commit, attempt, run_dir, watched.message)
+        message = watched.message
+        stopped = _stop_job(spec, watched.manifest)
+        if stopped is None:
+            message += f"; the job could not be cancelled: its worktree {tree} is kept"
+        else:
+            _remove_worktree(spec.repo, tree)
+            if stopped != "ended":
+                message += f"; {stopped}"
+        out = _infra(spec, commit, attempt, run_dir, message)
         out.results, out.hardware, out.commits = [status], facts["hardware"], facts["commits"]
         return out
-    if watched.status is not RunStatus.COMPLETED:  # died, no infrastructure cause: the code
+    _remove_worktree(spec.repo, tree)
+    if watched.status is not RunStatus.COMPLETED:
+        if (why := died_for_infra(watched.manifest)) is not None:
+            out = _infra(spec, commit, attempt, run_dir, f"{watched.message} ({why})")
+            out.results, out.hardware, out.commits = [status], facts["hardware"], facts["commits"]
+            return out
+        # it trained, then exited with its own status and no infrastructure cause: the code
         return StepOutcome(commit, attempt, Attempt.BAD, watched.message, run_dir,
                            [status], None, **facts)  # fmt: skip
     try:
@@ -373,6 +482,35 @@ def run_step(spec: BisectSpec, commit: str, attempt: int) -> StepOutcome:
     message = "gate passed" if report.passed else f"gate failed: {', '.join(failed) or 'no check'}"
     results = [status, *report.results, *report.skipped]
     return StepOutcome(commit, attempt, verdict, message, run_dir, results, inputs.run, **facts)
+
+
+def remove_stale_worktrees(spec: BisectSpec) -> list[str]:
+    """Remove this bisection's worktrees an interrupted step left whose job has ended.
+
+    A worktree whose run has a manifest and a job the backend still reports running (or
+    cannot be asked about) is kept. Returns the names removed.
+    """
+    from rlgate.launch.manifest import MANIFEST_NAME, load_manifest
+    from rlgate.launch.plan import backend_for
+
+    root = spec.work_dir / "worktrees"
+    removed: list[str] = []
+    if not root.is_dir():
+        return removed
+    for tree in sorted(root.iterdir()):
+        run_dir = spec.work_dir / "runs" / tree.name
+        if (run_dir / MANIFEST_NAME).exists():  # written before anything is submitted
+            try:
+                manifest = load_manifest(run_dir)
+                if manifest.job_ids:
+                    state = backend_for(manifest.backend, spec.site).poll(manifest)
+                    if not state.phase.terminal:
+                        continue  # its job still runs from the tree
+            except RlgateError:
+                continue  # cannot tell: the job may still run from the tree
+        if _remove_worktree(spec.repo, tree):
+            removed.append(tree.name)
+    return removed
 
 
 def _next_attempt(spec: BisectSpec, commit: str, recorded: int) -> int:
@@ -391,6 +529,8 @@ def run_bisect(
     step: Callable[[BisectSpec, str, int], StepOutcome] = run_step,
 ) -> BisectResult:
     """Narrow good..bad to the first bad commit, resuming from ``log``'s recorded attempts."""
+    if stale := remove_stale_worktrees(spec):
+        on_event(f"removed {len(stale)} worktree(s) an interrupted step left: {', '.join(stale)}")
     recorded = {c: list(a) for c, a in log.attempts().items() if c in spec.commits}
     verdicts: dict[str, Verdict] = {}
     for commit, attempts in recorded.items():

@@ -42,7 +42,15 @@ from rlgate.swe.readers.formats.gym import ROLLOUT_ID_PATHS, ROLLOUT_INDEX_KEY
 from rlgate.swe.readers.formats.nemo_skills import BENCHMARK_DIR
 from rlgate.swe.records import MAX_RUNS_PER_ARM, check_instance_id, parse_json
 
-__all__ = ["Backend", "ClusterEval", "EvalPlan", "Progress", "plan_eval", "progress"]
+__all__ = [
+    "Backend",
+    "ClusterEval",
+    "EvalPlan",
+    "Progress",
+    "gym_writes",
+    "plan_eval",
+    "progress",
+]
 
 GYM_AGENT = "swe_agents"
 GYM_AGENT_KEY = "swe_agents.responses_api_agents.swe_agents"
@@ -273,6 +281,23 @@ def progress(e: ClusterEval) -> Progress:
     if e.backend is Backend.GYM:
         return _gym_progress(e.output_dir / GYM_ROLLOUTS, ids, e.seeds)
     return _ns_progress(e.output_dir, ids, e.seeds)
+
+
+def gym_writes(output_dir: Path) -> tuple[Path, ...]:
+    """The files a Gym evaluation writes in ``output_dir``.
+
+    The server's log, the rollouts and Gym's sidecars (``nemo_gym/path_utils.py`` 0.7.0:
+    ``failures_path_for``, ``materialized_path_for``; the upload spool of
+    ``rollout_collection.py``).
+    """
+    results = output_dir / GYM_ROLLOUTS
+    return (
+        output_dir / "ng_run.log",
+        results,
+        results.with_name(f"{results.stem}_failures.jsonl"),
+        results.with_name(f"{results.stem}_materialized_inputs.jsonl"),
+        results.with_name(f"{results.name}.upload.tmp"),
+    )
 
 
 def hydra_string(value: str | Path, what: str) -> str:

@@ -19,6 +19,7 @@ import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
+from rlgate.core.errors import SweError
 from rlgate.swe.backends import GYM_AGENT_KEY, Backend, ClusterEval, plan_eval
 
 from .helpers import swe_formats as sf
@@ -113,6 +114,59 @@ class TestGymCommands:
         assert (plan.total, plan.remaining) == (16, 8)
         assert plan.cpu_hours == pytest.approx(8 * 45 / 60)
         assert plan.gpu_hours == pytest.approx(8 * 45 / 60)  # one wave of 8 < 64
+
+    def test_only_the_evaluation_s_instances_and_seeds_count(self, tmp_path):
+        """8 rows of one instance, indexes 0..7, are 2 of 4 x 2 rollouts, never all of them."""
+        e = gym_eval(tmp_path, seeds=2)
+        made = sf.write_gym_rollouts(tmp_path / "made.jsonl", [FOUR])
+        one = json.loads(made.read_text().splitlines()[0])
+        lines = [json.dumps({**one, "_ng_rollout_index": i}) for i in range(8)]
+        other = json.loads(made.read_text().splitlines()[1])
+        other["instance_config"]["problem_info"]["instance_id"] = "not__inthe-1"
+        other["responses_create_params"]["metadata"]["instance_id"] = "not__inthe-1"
+        lines.append(json.dumps(other))
+        (e.output_dir).mkdir()
+        (e.output_dir / "rollouts.jsonl").write_text("".join(x + "\n" for x in lines))
+        plan = plan_eval(e)
+        assert (plan.total, plan.remaining) == (8, 6)
+        assert plan.notes == (
+            f"7 row(s) not of this evaluation's instances x 2 seed(s), not counted (first: "
+            f"{e.output_dir / 'rollouts.jsonl'}:3)",
+        )
+
+    def test_a_torn_final_line_is_left_out_and_named_a_torn_middle_line_is_refused(
+        self, tmp_path, capsys
+    ):
+        e = gym_eval(tmp_path, seeds=2)
+        rows = sf.write_gym_rollouts(tmp_path / "made.jsonl", [FOUR, FOUR]).read_text()
+        results = e.output_dir / "rollouts.jsonl"
+        e.output_dir.mkdir()
+        lines = rows.splitlines()
+        results.write_text("".join(x + "\n" for x in lines[:3]) + lines[3][:200])
+        plan = plan_eval(e)
+        assert (plan.remaining, plan.notes) == (
+            5,
+            (f"a torn final line, not counted: {results}:4",),
+        )
+        results.write_text("".join(x + "\n" for x in lines[:3]) + lines[3])  # JSON: Gym keeps it
+        assert (plan_eval(e).remaining, plan_eval(e).notes) == (4, ())
+        results.write_text("".join(x + "\n" for x in lines[:3]) + lines[3][:200] + "\n" + rows)
+        argv = ["swe", "eval", "--backend", "gym", "--model", "base", "--seeds", "2",
+                "--server-url", "http://127.0.0.1:8000/v1", "--gym-input",
+                str(tmp_path / "in.jsonl"), "--container-formatter", SIF, "--output-dir",
+                str(e.output_dir), "--dataset", str(si.DATASET), "--instance-ids", *IDS,
+                "--dry-run"]  # fmt: skip
+        code, _, err = run_cli(argv, capsys)
+        assert_one_error(code, err, rf"{re.escape(str(results))}:4: not valid JSON")
+
+    def test_the_same_rollout_twice_is_refused_as_swe_compare_refuses_it(self, tmp_path):
+        e = gym_eval(tmp_path, seeds=2)
+        rows = sf.write_gym_rollouts(tmp_path / "made.jsonl", [FOUR, FOUR]).read_text()
+        e.output_dir.mkdir()
+        (e.output_dir / "rollouts.jsonl").write_text(rows + rows)
+        with pytest.raises(SweError, match=r"rollouts.jsonl:9: rollout 0 of '.*' already at "
+                           r".*rollouts.jsonl:1"):  # fmt: skip
+            plan_eval(e)
 
 
 class TestNemoSkillsCommand:

@@ -408,3 +408,29 @@ def test_plan_swe_launch_sizes_and_site_defaults(tmp_path):
     )
     assert (job.nodes, job.gpus_per_node, job.minutes, job.gpu_hours) == (1, 8, 30, 4.0)
     assert job.label.startswith("swe eval gym of base")
+
+
+@pytest.mark.parametrize("written", ["ng_run.log", "rollouts.jsonl", "rollouts_failures.jsonl"])
+@pytest.mark.parametrize("launch", [["--launch", "local", "--run-dir", "runs/r"], ["--dry-run"]])
+def test_a_gym_input_the_job_writes_is_refused_before_any_work(
+    tmp_path, capsys, on_path, written, launch
+):
+    """The input rows kept as the server's log (or the results) would be overwritten by the job."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / written).write_text((tmp_path / "made.jsonl").read_text())
+    (tmp_path / "link.jsonl").symlink_to(out / written)
+    for rows in (out / written, tmp_path / "link.jsonl"):
+        argv = gym_argv(tmp_path, *launch)
+        argv[argv.index("--gym-input") + 1] = str(rows)
+        code, _, err = run_cli(argv, capsys)
+        assert_one_error(
+            code, err, rf"refusing to write --output-dir's {re.escape(written)} .*: it is "
+        )
+        assert not (tmp_path / "runs").exists() and calls_of(on_path) == []
+    # an input elsewhere in the output directory is not what the job writes
+    (out / "verified_gym.jsonl").write_text("")
+    argv = gym_argv(tmp_path, "--dry-run")
+    argv[argv.index("--gym-input") + 1] = str(out / "verified_gym.jsonl")
+    code, _, err = run_cli(argv, capsys)
+    assert code == 0, err

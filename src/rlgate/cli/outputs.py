@@ -228,6 +228,22 @@ DEFAULTS: dict[tuple[str, str], Callable[[argparse.Namespace], Any]] = {
 }
 
 
+def _gym_writes(args: argparse.Namespace) -> list[Path]:
+    if getattr(args, "backend", None) != "gym" or not getattr(args, "output_dir", None):
+        return []
+    from rlgate.swe.backends import gym_writes
+
+    return list(gym_writes(Path(args.output_dir)))
+
+
+#: The files a command writes inside an output directory option (``dest``): declared as file
+#: outputs too, so an input that is one of them is refused (``swe eval --gym-input
+#: <output dir>/ng_run.log``) while the rest of the directory may hold inputs.
+WRITES_INSIDE: dict[str, tuple[str, Callable[[argparse.Namespace], list[Path]]]] = {
+    "swe eval": ("output_dir", _gym_writes),
+}
+
+
 # --- the walk ---------------------------------------------------------------------------------
 
 
@@ -373,6 +389,10 @@ def guarded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Iterat
     with output_guard() as guard:
         for flag, value, what in outputs:
             guard.add_output(value, flag, directory=what is Role.DIR_OUT)
+        if key in WRITES_INSIDE:
+            dest, files = WRITES_INSIDE[key]
+            for path in files(args):
+                guard.add_output(path, f"{_flag(actions[dest])}'s {path.name}")
         for dest, what in table.items():
             if what.path and not what.output and what is not Role.DB:
                 flag = _flag(actions[dest]) if dest in actions else dest

@@ -638,6 +638,7 @@ def _render_plan(plan: Any) -> str:
         f"time): {plan.wall_hours:.1f} h wall, {plan.gpu_hours:.1f} GPU-hours "
         f"({e.server_gpus} serving GPUs), {plan.cpu_hours:.1f} CPU-hours "
         f"({e.cpus_per_instance:g} core per instance)",
+        *(f"note: {note}" for note in plan.notes),
         "commands:",
     ]
     for cmd, background in zip(plan.commands, plan.background, strict=True):

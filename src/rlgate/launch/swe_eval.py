@@ -193,10 +193,11 @@ def eval_from_manifest(manifest: RunManifest) -> ClusterEval:
     return e
 
 
-def graded(manifest: RunManifest) -> tuple[int, float | None]:
-    """How many of the evaluation's rollouts the output directory holds, and its results' mtime.
+def graded(manifest: RunManifest) -> tuple[int, float | None, str]:
+    """The evaluation's graded rollouts in the output dir, its results' mtime, what is not counted.
 
-    Read with the plan's own parser (:func:`rlgate.swe.backends.progress`); nothing is written.
+    What is not counted is :attr:`rlgate.swe.backends.Progress.notes`, joined. Read with the
+    plan's own parser (:func:`rlgate.swe.backends.progress`); nothing is written.
     """
     e = eval_from_manifest(manifest)
     done = progress(e)
@@ -205,7 +206,7 @@ def graded(manifest: RunManifest) -> tuple[int, float | None]:
         updated = results.stat().st_mtime
     except OSError:
         updated = None
-    return len(done.done), updated
+    return len(done.done), updated, "; ".join(done.notes)
 
 
 def _workdir(backend: Backend, given: str | os.PathLike[str] | None) -> Path | None:

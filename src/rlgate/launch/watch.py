@@ -385,8 +385,8 @@ def _progress(manifest: RunManifest) -> Progress:
     if manifest.kind is RunKind.SWE_EVAL:
         from rlgate.launch.swe_eval import graded
 
-        count, updated_at = graded(manifest)
-        return Progress(count, "graded rollouts", updated_at=updated_at)
+        count, updated_at, note = graded(manifest)
+        return Progress(count, "graded rollouts", note, updated_at=updated_at)
     return read_progress(manifest.log_dir)
 
 

@@ -33,15 +33,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from rlgate.core.commands import Command, command
 from rlgate.core.errors import SweError
-from rlgate.swe.readers._common import dig, jsonl_objects
+from rlgate.swe.readers._common import dig, jsonl_lines, jsonl_objects
 from rlgate.swe.readers.formats.gym import ROLLOUT_ID_PATHS, ROLLOUT_INDEX_KEY
 from rlgate.swe.readers.formats.nemo_skills import BENCHMARK_DIR
-from rlgate.swe.records import MAX_RUNS_PER_ARM, check_instance_id
+from rlgate.swe.records import MAX_RUNS_PER_ARM, check_instance_id, parse_json
 
-__all__ = ["Backend", "ClusterEval", "EvalPlan", "Progress", "plan_eval", "progress"]
+__all__ = [
+    "Backend",
+    "ClusterEval",
+    "EvalPlan",
+    "Progress",
+    "gym_writes",
+    "plan_eval",
+    "progress",
+]
 
 GYM_AGENT = "swe_agents"
 GYM_AGENT_KEY = "swe_agents.responses_api_agents.swe_agents"
@@ -150,6 +159,7 @@ class Progress:
 
     done: frozenset[tuple[str, int]]
     finished_seeds: frozenset[int]
+    notes: tuple[str, ...] = ()  # what was read but not counted (one line each)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +173,7 @@ class EvalPlan:
     total: int  # instances x seeds
     remaining: int
     results: Path  # what `swe compare` reads
+    notes: tuple[str, ...] = ()  # rows of the output not counted (Progress.notes)
 
     @property
     def wall_hours(self) -> float:
@@ -182,17 +193,68 @@ class EvalPlan:
         return self.remaining * per
 
 
-def _gym_progress(path: Path, ids: frozenset[str]) -> Progress:
+def _gym_rows(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
+    """The rows of a Gym rollouts file, and where its torn final line is (or None).
+
+    A final line with no line break that is not JSON is a row being written (the job is
+    running) or cut short (the job was killed): it is left out and named. Gym does the same
+    when it resumes (``_drop_truncated_tail`` in ``nemo_gym/rollout_collection.py``, 0.7.0:
+    with ``+resume_from_cache=true`` it truncates such a line before appending, and adds the
+    line break to a final line that is JSON). A bad line anywhere else is refused.
+    """
+    rows: list[tuple[str, dict[str, Any]]] = []
+    torn = None
+    for lineno, line in jsonl_lines(path):
+        where = f"{path}:{lineno}"
+        try:
+            row = parse_json(line, where, line=True)
+        except SweError:
+            if line.endswith("\n"):
+                raise
+            torn = where
+            continue
+        if not isinstance(row, dict):
+            raise SweError(f"{where}: expected a JSON object per line, got {type(row).__name__}")
+        rows.append((where, row))
+    return rows, torn
+
+
+def _gym_progress(path: Path, ids: frozenset[str], seeds: int) -> Progress:
+    """The graded (instance, ``_ng_rollout_index``) pairs of this evaluation in ``path``.
+
+    Only an instance of the evaluation with an index in ``0..seeds-1`` counts; other rows are
+    named in ``notes``. The same pair twice is refused, as ``swe compare`` refuses it.
+    """
     done: set[tuple[str, int]] = set()
+    seen: dict[tuple[str, int], str] = {}
+    outside: list[str] = []
+    notes: list[str] = []
     if path.is_file():
-        for where, row in jsonl_objects(path):
+        rows, torn = _gym_rows(path)
+        for where, row in rows:
             iid = next((v for p in ROLLOUT_ID_PATHS if isinstance(v := dig(row, p), str)), None)
             index = row.get(ROLLOUT_INDEX_KEY, 0)
             if iid is None or type(index) is not int or index < 0:
                 raise SweError(f"{where}: not a rollout of this evaluation (no instance id/index)")
-            if iid in ids:
+            if (iid, index) in seen:
+                raise SweError(
+                    f"{where}: rollout {index} of {iid!r:.80} already at {seen[iid, index]}",
+                    hint="two collections wrote the same output (a second launch of the same "
+                    "--output-dir?); swe compare refuses it too: keep one of them",
+                )
+            seen[iid, index] = where
+            if iid in ids and index < seeds:
                 done.add((iid, index))
-    return Progress(frozenset(done), frozenset())
+            else:
+                outside.append(where)
+        if outside:
+            notes.append(
+                f"{len(outside)} row(s) not of this evaluation's instances x {seeds} seed(s), "
+                f"not counted (first: {outside[0]})"
+            )
+        if torn:
+            notes.append(f"a torn final line, not counted: {torn}")
+    return Progress(frozenset(done), frozenset(), tuple(notes))
 
 
 def _ns_progress(output_dir: Path, ids: frozenset[str], seeds: int) -> Progress:
@@ -217,8 +279,25 @@ def progress(e: ClusterEval) -> Progress:
     """The (instance, seed) pairs already graded in ``e.output_dir`` (read, never changed)."""
     ids = frozenset(e.instance_ids)
     if e.backend is Backend.GYM:
-        return _gym_progress(e.output_dir / GYM_ROLLOUTS, ids)
+        return _gym_progress(e.output_dir / GYM_ROLLOUTS, ids, e.seeds)
     return _ns_progress(e.output_dir, ids, e.seeds)
+
+
+def gym_writes(output_dir: Path) -> tuple[Path, ...]:
+    """The files a Gym evaluation writes in ``output_dir``.
+
+    The server's log, the rollouts and Gym's sidecars (``nemo_gym/path_utils.py`` 0.7.0:
+    ``failures_path_for``, ``materialized_path_for``; the upload spool of
+    ``rollout_collection.py``).
+    """
+    results = output_dir / GYM_ROLLOUTS
+    return (
+        output_dir / "ng_run.log",
+        results,
+        results.with_name(f"{results.stem}_failures.jsonl"),
+        results.with_name(f"{results.stem}_materialized_inputs.jsonl"),
+        results.with_name(f"{results.name}.upload.tmp"),
+    )
 
 
 def hydra_string(value: str | Path, what: str) -> str:
@@ -301,4 +380,4 @@ def plan_eval(e: ClusterEval) -> EvalPlan:
         commands, background, ready = (_ns_command(e),), (False,), (None,)
         results = e.output_dir
     remaining = total - len(done.done)
-    return EvalPlan(e, tuple(commands), background, ready, total, remaining, results)
+    return EvalPlan(e, tuple(commands), background, ready, total, remaining, results, done.notes)

@@ -34,6 +34,7 @@ import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rlgate.checks.registry import load_recipe
 from rlgate.core.commands import command
@@ -55,6 +56,7 @@ __all__ = [
     "initial_manifest",
     "launch",
     "plan_launch",
+    "plan_manifest",
     "read_git_info",
 ]
 
@@ -358,12 +360,12 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def initial_manifest(plan: LaunchPlan) -> RunManifest:
-    """The manifest of ``plan`` before submission (status ``submitted``, no job id yet)."""
-    recipe = plan.recipe
-    if recipe is None:
-        raise LaunchError(f"{plan.label}: not a recipe's run; its launcher writes its manifest")
-    gym_dir = plan.workdir / GYM_SUBMODULE if plan.workdir else None
+def plan_manifest(plan: LaunchPlan, **what: Any) -> RunManifest:
+    """A manifest of ``plan`` before submission (status ``submitted``, no job id yet).
+
+    ``what``: the fields that depend on what is launched (``recipe``, ``config``,
+    ``unresolved``, ``launch_overrides``, ``gym``, ``kind``); the rest come from the plan.
+    """
     return RunManifest(
         run_name=plan.name,
         backend=plan.backend,
@@ -372,16 +374,7 @@ def initial_manifest(plan: LaunchPlan) -> RunManifest:
         log_dir=str(plan.log_dir),
         checkpoint_dir=str(plan.checkpoint_dir),
         driver_log=None,
-        recipe=RecipeRef(
-            name=recipe.name,
-            path=str(recipe.path),
-            sha256=_sha256(recipe.path),
-            sources={str(s): _sha256(s) for s in recipe.sources},
-        ),
-        config=recipe.config,
-        unresolved=[f"{u.key}: {u.expression}" for u in recipe.unresolved],
         user_overrides=list(plan.user_overrides),
-        launch_overrides=list(plan.launch_overrides),
         command=plan.command,
         workdir=str(plan.workdir) if plan.workdir else None,
         env=dict(plan.env),
@@ -394,9 +387,30 @@ def initial_manifest(plan: LaunchPlan) -> RunManifest:
         minutes=plan.minutes,
         gpu_hours=plan.gpu_hours,
         nemo_rl=read_git_info(plan.workdir),
-        gym=read_git_info(gym_dir),
         versions=tested_versions(),
         submitted_at=now_utc(),
+        **what,
+    )
+
+
+def initial_manifest(plan: LaunchPlan) -> RunManifest:
+    """The manifest of ``plan`` before submission (status ``submitted``, no job id yet)."""
+    recipe = plan.recipe
+    if recipe is None:
+        raise LaunchError(f"{plan.label}: not a recipe's run; its launcher writes its manifest")
+    gym_dir = plan.workdir / GYM_SUBMODULE if plan.workdir else None
+    return plan_manifest(
+        plan,
+        recipe=RecipeRef(
+            name=recipe.name,
+            path=str(recipe.path),
+            sha256=_sha256(recipe.path),
+            sources={str(s): _sha256(s) for s in recipe.sources},
+        ),
+        config=recipe.config,
+        unresolved=[f"{u.key}: {u.expression}" for u in recipe.unresolved],
+        launch_overrides=list(plan.launch_overrides),
+        gym=read_git_info(gym_dir),
     )
 
 

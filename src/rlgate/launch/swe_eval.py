@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from rlgate.core.errors import LaunchError, RlgateError
-from rlgate.core.versions import tested_versions
 from rlgate.launch.job import LaunchPlan
 from rlgate.launch.manifest import (
     Backend,
@@ -38,15 +37,13 @@ from rlgate.launch.manifest import (
     RecipeRef,
     RunKind,
     RunManifest,
-    RunStatus,
-    now_utc,
 )
 from rlgate.launch.plan import (
     _default_run_dir,
     _fresh_run_dir,
     _shell_command,
     launch,
-    read_git_info,
+    plan_manifest,
 )
 from rlgate.launch.shell import Words, code, comment, script
 from rlgate.launch.site import SiteConfig
@@ -305,15 +302,9 @@ def swe_manifest(launch_plan: LaunchPlan, plan: EvalPlan) -> RunManifest:
     e = plan.eval
     rows = e.gym_input.resolve() if e.gym_input else None
     digest = _sha256(rows)
-    return RunManifest(
-        run_name=launch_plan.name,
-        backend=launch_plan.backend,
+    return plan_manifest(
+        launch_plan,
         kind=RunKind.SWE_EVAL,
-        status=RunStatus.SUBMITTED,
-        run_dir=str(launch_plan.run_dir),
-        log_dir=str(launch_plan.log_dir),
-        checkpoint_dir=str(launch_plan.checkpoint_dir),
-        driver_log=None,
         recipe=RecipeRef(
             name=f"swe-eval-{e.backend.value}",
             path=str(rows or ""),
@@ -322,23 +313,8 @@ def swe_manifest(launch_plan: LaunchPlan, plan: EvalPlan) -> RunManifest:
         ),
         config=eval_config(e),
         unresolved=[],
-        user_overrides=list(launch_plan.user_overrides),
         launch_overrides=[],
-        command=launch_plan.command,
-        workdir=str(launch_plan.workdir) if launch_plan.workdir else None,
-        env=dict(launch_plan.env),
-        pass_env=list(launch_plan.pass_env),
-        target_step=launch_plan.target_step,
-        steps_per_run=launch_plan.steps_per_run,
-        runs=launch_plan.runs,
-        nodes=launch_plan.nodes,
-        gpus_per_node=launch_plan.gpus_per_node,
-        minutes=launch_plan.minutes,
-        gpu_hours=launch_plan.gpu_hours,
-        nemo_rl=read_git_info(launch_plan.workdir),
         gym=GitInfo(path=None, commit="unknown", reason="the container's NeMo Gym"),
-        versions=tested_versions(),
-        submitted_at=now_utc(),
     )
 
 

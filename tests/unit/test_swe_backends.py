@@ -281,17 +281,26 @@ def test_swe_eval_refuses_bad_cluster_arguments(tmp_path, capsys, monkeypatch, e
 # server's ready line, runs the collection, stops the server, resumes, and compares the result.
 
 STANDIN_SERVER = """#!{python}
-import pathlib, signal, sys, time
+import pathlib, signal, subprocess, sys, time
 calls = pathlib.Path({calls!r})
 calls.open("a").write("ng_run " + " ".join(sys.argv[1:]) + "\\n")
-signal.signal(signal.SIGTERM, lambda *_: (calls.open("a").write("ng_run stopped\\n"), sys.exit(0)))
-print("Checking for HTTP server statuses.\\n0 / 3 servers ready.", flush=True)
-time.sleep(0.5)
-if {fail!r}:
-    sys.exit(1)
-print("All 3 / 3 servers ready! Polling every 60s", flush=True)
-while True:
-    time.sleep(1)
+# nemo-gym 0.7.0's RunHelper: its servers are children in its process group, shut down on
+# SIGINT (KeyboardInterrupt); SIGTERM has no handler and would leave them running.
+child = subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(1)"])
+pathlib.Path({calls!r} + ".child").write_text(str(child.pid))
+try:
+    print("Checking for HTTP server statuses.\\n0 / 3 servers ready.", flush=True)
+    time.sleep(0.5)
+    if {fail!r}:
+        child.kill()
+        sys.exit(1)
+    print("All 3 / 3 servers ready! Polling every 60s", flush=True)
+    while True:
+        time.sleep(1)
+except KeyboardInterrupt:
+    child.send_signal(signal.SIGINT)
+    child.wait(timeout=5)
+    calls.open("a").write("ng_run stopped\\n")
 """
 STANDIN_COLLECT = """#!{python}
 import pathlib, shutil, sys
@@ -334,6 +343,8 @@ def test_the_gym_path_runs_resumes_and_compares(tmp_path, capsys, monkeypatch):
     lines = calls.read_text().splitlines()
     assert [line.split()[0] for line in lines] == ["ng_run", "ng_collect_rollouts", "ng_run"]
     assert lines[-1] == "ng_run stopped"  # the server is stopped once the collection ended
+    child = Path(f"/proc/{int(Path(f'{calls}.child').read_text())}/stat")
+    assert not child.is_file() or child.read_text().rsplit(")", 1)[1].split()[0] == "Z"
     assert "All 3 / 3 servers ready!" in (tmp_path / "out/ng_run.log").read_text()
     # the same command again: everything is graded, nothing runs
     code, out, err = run_cli(_gym_argv(tmp_path), capsys)

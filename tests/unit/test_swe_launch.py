@@ -43,20 +43,40 @@ SIF = "/sif/swebench_sweb.eval.x86_64.{instance_id}.sif"
 # records how many rollouts the output already held, then writes the missing ones (Gym's
 # +resume_from_cache=true), or only the first RLGATE_TEST_DIE_AT of them and dies once.
 SERVER = """#!{python}
-import json, os, pathlib, signal, sys, time
+import json, os, pathlib, signal, subprocess, sys, time
 calls = pathlib.Path({calls!r})
+CHILD = ("import os, signal, time\\n"
+         "if os.environ.get('RLGATE_TEST_STUBBORN'):\\n"
+         "    signal.signal(signal.SIGINT, signal.SIG_IGN)\\n"
+         "while True: time.sleep(1)")
 def say(doc):
     with calls.open("a") as fh:
         fh.write(json.dumps(doc) + "\\n")
 say({{"program": "ng_run", "argv": sys.argv[1:], "value": os.environ.get("RLGATE_TEST_VALUE")}})
-signal.signal(signal.SIGTERM, lambda *_: (say({{"program": "ng_run stopped"}}), sys.exit(0)))
-print("0 / 3 servers ready.", flush=True)
-time.sleep(0.3)
-if os.environ.get("RLGATE_TEST_SERVER_FAILS"):
-    sys.exit(1)
-print("All 3 / 3 servers ready! Polling every 60s", flush=True)
-while True:
-    time.sleep(1)
+# nemo-gym 0.7.0's RunHelper: the servers are ng_run's children, in its process group; SIGINT
+# (KeyboardInterrupt) shuts them down (SIGINT each, kill after 1 s); SIGTERM has no handler.
+# RLGATE_TEST_STUBBORN: a server that ignores SIGINT and an ng_run that leaves it behind
+stubborn = bool(os.environ.get("RLGATE_TEST_STUBBORN"))
+child = subprocess.Popen([sys.executable, "-c", CHILD])
+pathlib.Path({calls!r} + ".child").write_text(str(child.pid))
+try:
+    print("0 / 3 servers ready.", flush=True)
+    time.sleep(0.3)
+    if os.environ.get("RLGATE_TEST_SERVER_FAILS"):
+        child.kill()
+        sys.exit(1)
+    print("All 3 / 3 servers ready! Polling every 60s", flush=True)
+    while True:
+        time.sleep(1)
+except KeyboardInterrupt:
+    if stubborn:
+        sys.exit(0)
+    child.send_signal(signal.SIGINT)
+    try:
+        child.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        child.kill()
+    say({{"program": "ng_run stopped"}})
 """
 COLLECT = """#!{python}
 import json, os, pathlib, sys
@@ -87,6 +107,16 @@ def standins(tmp_path: Path) -> tuple[Path, Path]:
     return bin_dir, calls
 
 
+def server_child_alive(calls: Path) -> bool:
+    """Whether the server the ``ng_run`` stand-in spawned still runs (a zombie does not)."""
+    pid = int(Path(f"{calls}.child").read_text())
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def calls_of(calls: Path) -> list[dict]:
     return [json.loads(line) for line in calls.read_text().splitlines()] if calls.is_file() else []
 
@@ -115,7 +145,7 @@ def on_path(tmp_path, monkeypatch):
 
 def block(script: str, program: str) -> list[str]:
     """The words of ``program``'s command in a generated script (continued lines joined)."""
-    lines = script.splitlines()
+    lines = [line.removeprefix("own_group ") for line in script.splitlines()]
     start = next(i for i, line in enumerate(lines) if line.startswith(f"{program} "))
     end = start
     while lines[end].endswith("\\"):  # bash's line continuation (no value holds a backslash)
@@ -143,6 +173,7 @@ def test_a_local_launch_runs_the_plan_and_watch_and_compare_read_it(tmp_path, ca
     # the plan's semantics: server, its ready line, collection, then the server stopped
     assert [c["program"] for c in calls_of(on_path)] == [
         "ng_run", "ng_collect_rollouts", "ng_run stopped"]  # fmt: skip
+    assert not server_child_alive(on_path)  # ng_run stopped the server it spawned
     assert "All 3 / 3 servers ready!" in (tmp_path / "out/ng_run.log").read_text()
     results = tmp_path / "out/rollouts.jsonl"
     argv = ["swe", "compare", "--before", str(results), "--after", str(results),
@@ -181,6 +212,20 @@ def test_a_relaunch_after_the_job_died_runs_only_the_remaining_rollouts(
     assert code == 0 and "second: COMPLETED: completed: last step 8 of 8" in out, out + err
     collected = [c for c in calls_of(on_path) if c["program"] == "ng_collect_rollouts"]
     assert [c["had"] for c in collected] == [0, 3]  # Gym resumed from the 3 graded rollouts
+
+
+def test_what_ng_run_leaves_behind_is_killed_with_its_process_group(
+    tmp_path, capsys, on_path, monkeypatch
+):
+    """ng_run gone at SIGINT, its server still up and deaf to SIGINT: the group's SIGKILL."""
+    monkeypatch.setenv("RLGATE_TEST_STUBBORN", "1")
+    run_dir = tmp_path / "runs/r"
+    code, _, err = run_cli(gym_argv(tmp_path, "--launch", "local", "--run-dir", str(run_dir)),
+                           capsys)  # fmt: skip
+    assert code == 0, err
+    code, out, err = watch(run_dir, capsys)
+    assert code == 0, out + err
+    assert not server_child_alive(on_path)  # the job killed the group before it ended
 
 
 def test_a_server_that_never_gets_ready_fails_the_job_before_the_collection(

@@ -650,7 +650,9 @@ def _render_plan(plan: Any) -> str:
 def _run_plan(plan: Any, *, server_timeout_s: float | None = None) -> int:
     """Run the plan's commands here; a background server must say it is up first (its log).
 
-    The server is stopped when the last command ends, whatever happened.
+    A server runs in a process group of its own and is stopped, when the last command ends
+    whatever happened, as Ctrl-C would stop it: SIGINT to its group, SIGKILL to the group
+    after 60 s (:func:`_stop_server`).
     """
     import subprocess
 
@@ -669,7 +671,12 @@ def _run_plan(plan: Any, *, server_timeout_s: float | None = None) -> int:
                 if background:
                     with log.open("wb") as fh:
                         servers.append(
-                            subprocess.Popen(cmd.argv, stdout=fh, stderr=subprocess.STDOUT)
+                            subprocess.Popen(
+                                cmd.argv,
+                                stdout=fh,
+                                stderr=subprocess.STDOUT,
+                                start_new_session=True,
+                            )
                         )
                     _wait_until_ready(servers[-1], log, ready, server_timeout_s)
                     continue
@@ -683,15 +690,36 @@ def _run_plan(plan: Any, *, server_timeout_s: float | None = None) -> int:
                 raise InfraError(f"{cmd.argv[0]} exited with {code}; rerun to resume")
     finally:
         for server in servers:
-            if server.poll() is None:
-                server.terminate()
-                try:
-                    server.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    server.kill()
-                    server.wait()
+            _stop_server(server)
     print(f"results: {plan.results}")
     return ExitCode.OK
+
+
+def _stop_server(server: Any, grace_s: float = 60.0) -> None:
+    """Stop a server and what it spawned: SIGINT to its process group, SIGKILL after ``grace_s``.
+
+    ``ng_run`` shuts its servers down on SIGINT (nemo-gym 0.7.0 ``nemo_gym/cli/env.py``:
+    ``RunHelper.run_forever`` catches ``KeyboardInterrupt`` and calls ``RunHelper.shutdown``);
+    SIGTERM would end it and leave them running. The group is the server's pid
+    (``start_new_session``); the final SIGKILL reaches whatever of the group is left.
+    """
+    import signal
+    import subprocess
+
+    def signal_group(sig: int) -> None:
+        try:
+            os.killpg(server.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    if server.poll() is None:
+        signal_group(signal.SIGINT)
+        try:
+            server.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+    signal_group(signal.SIGKILL)
+    server.wait()
 
 
 def _wait_until_ready(proc: Any, log: Path, ready: Any, timeout_s: float) -> None:

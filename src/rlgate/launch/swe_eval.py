@@ -75,9 +75,17 @@ _NOT_LAUNCHED = (
     "(--cluster), and the docker backend runs here"
 )
 _STOP = (
-    'stop_servers() {{ for pid in "${{servers[@]}}"; do kill -TERM "$pid" 2>/dev/null || '
-    'continue; for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done; '
-    'kill -KILL "$pid" 2>/dev/null || true; done; }}'
+    'stop_servers() {{ for pid in ${{servers[@]+"${{servers[@]}}"}}; do '
+    'kill -INT -- "-$pid" 2>/dev/null || kill -INT "$pid" 2>/dev/null || continue; '
+    'for _ in $(seq 1 60); do kill -0 "$pid" '
+    '2>/dev/null || break; sleep 1; done; kill -KILL -- "-$pid" 2>/dev/null || kill -KILL '
+    '"$pid" 2>/dev/null || true; done; }}'
+)
+#: A background server in a process group of its own (``setsid``; its pid is the group's id,
+#: since a background job of a non-interactive bash is never a group leader), so that the
+#: servers it spawns are stopped with it.
+_GROUP = (
+    'own_group() {{ if command -v setsid >/dev/null 2>&1; then exec setsid "$@"; fi; exec "$@"; }}'
 )
 _WAIT = (
     "wait_ready() {{ local pid=$1 log=$2 pattern=$3 limit=$4 name=$5; local deadline=$((SECONDS "
@@ -94,8 +102,12 @@ def job_script(plan: EvalPlan, *, server_timeout_s: int = SERVER_READY_TIMEOUT_S
 
     A background command's output goes to ``<output dir>/<program>.log``; the job waits for
     its ready line (``grep -E``: :data:`rlgate.swe.backends.GYM_READY_ERE`), exits 3 when it
-    ends or times out first, and stops every server (TERM, then KILL after 60 s) on exit.
-    The job's exit status is the failing command's.
+    ends or times out first, and stops every server on exit as Ctrl-C would: SIGINT to the
+    server's process group, then SIGKILL to the group after 60 s. ``ng_run`` shuts down the
+    servers it spawned on SIGINT (nemo-gym 0.7.0 ``nemo_gym/cli/env.py``: ``RunHelper.run_forever``
+    catches ``KeyboardInterrupt`` and calls ``RunHelper.shutdown``, which sends each server
+    SIGINT and kills it after ``_GRACEFUL_SHUTDOWN_TIMEOUT_SEC``); on SIGTERM it would die
+    and leave them running. The job's exit status is the failing command's.
     """
     out = plan.eval.output_dir.resolve()
     lines = [
@@ -108,13 +120,16 @@ def job_script(plan: EvalPlan, *, server_timeout_s: int = SERVER_READY_TIMEOUT_S
         code("servers=()"),
         code(_STOP),
         code(_WAIT),
+        code(_GROUP),
         code("trap stop_servers EXIT"),
     ]
     for cmd, background, ready in zip(plan.commands, plan.background, plan.ready, strict=True):
         program = cmd.argv[0]
         if background:
             log = out / f"{program}.log"
-            lines.append(code("{argv} > {log} 2>&1 &", argv=Words(cmd.argv, wrap=True), log=log))
+            lines.append(
+                code("own_group {argv} > {log} 2>&1 &", argv=Words(cmd.argv, wrap=True), log=log)
+            )
             lines.append(code('servers+=("$!")'))
             if ready is not None:
                 lines.append(

@@ -24,6 +24,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rlgate.core.errors import LaunchError
 from rlgate.launch.manifest import MANIFEST_NAME, Backend, RunKind, load_manifest
 from rlgate.launch.site import SiteConfig
 from rlgate.launch.swe_eval import JOB_SCRIPT, job_script, plan_swe_launch
@@ -366,6 +367,38 @@ def test_a_path_the_container_must_mount_is_refused_when_not_plain(tmp_path, cap
     assert_one_error(code, err, r"the job's directory, mounted into the container as '/sif,x:/y'")
 
 
+@pytest.mark.parametrize(
+    ("formatter", "mounted"),
+    [
+        ("/sif/../{instance_id}.sif", None),
+        ("/{instance_id}.sif", None),
+        ("/sif/./x/../{instance_id}/image.sif", "/sif"),
+        ("/sif//images/{instance_id}.sif", "/sif/images"),
+    ],
+)
+def test_the_images_folder_is_mounted_as_the_host_resolves_it_never_the_root(
+    tmp_path, formatter, mounted
+):
+    plan = plan_eval(_eval_of(tmp_path, formatter))
+    if mounted is None:
+        with pytest.raises(LaunchError, match=r"images folder is /: the job would mount the whole"):
+            plan_swe_launch(plan, backend=Backend.LOCAL, site=SiteConfig(), run_dir=tmp_path / "r")
+        return
+    job = plan_swe_launch(plan, backend=Backend.LOCAL, site=SiteConfig(), run_dir=tmp_path / "r")
+    assert Path(mounted) in job.mounts and all(".." not in m.parts for m in job.mounts)
+
+
+@pytest.mark.parametrize("inside", ["r/out", "r/launch", "r/a/b"])  # r itself: the output guard
+def test_an_output_dir_inside_the_run_dir_is_refused_before_anything_is_written(
+    tmp_path, capsys, inside
+):
+    argv = gym_argv(tmp_path, "--launch", "local", "--run-dir", str(tmp_path / "r"))
+    argv[argv.index("--output-dir") + 1] = str(tmp_path / inside)
+    code, _, err = run_cli(argv, capsys)
+    assert_one_error(code, err, r"--output-dir .* is inside the run directory .*, which must be")
+    assert not (tmp_path / "r").exists()
+
+
 # --- Ray: the job request ------------------------------------------------------------------------
 
 
@@ -439,11 +472,41 @@ def test_watch_refuses_a_manifest_whose_evaluation_was_edited(tmp_path, capsys, 
         ("seeds", 0, r"the manifest's evaluation: --seeds must be in 1\.\.256, got 0"),
         ("seeds", 1, r"target of 8 rollouts is not its evaluation's 4 instances x 1 seed"),
         ("output_dir", None, r"the manifest's config is not an SWE evaluation"),
+        ("output_dir", f"{tmp_path}/o\x00ut", r"(?s)manifest:.*config\.output_dir holds a NUL"),
+        ("gym_input", f"{tmp_path}/in\x00.jsonl", r"(?s)manifest:.*config\.gym_input holds a NUL"),
+        ("container_formatter", "/s\x00if/{instance_id}", r"(?s)invalid run manifest:.*NUL byte"),
     ):
         edited = {**doc, "config": {**doc["config"], key: value}}
         (run_dir / MANIFEST_NAME).write_text(json.dumps(edited))
         code, _, err = watch(run_dir, capsys)
         assert_one_error(code, err, pattern)
+    for key, value in (("command", "bash x\x00"), ("workdir", "/w\x00"), ("run_name", "r\x00")):
+        (run_dir / MANIFEST_NAME).write_text(json.dumps({**doc, key: value}))
+        code, _, err = watch(run_dir, capsys)
+        assert_one_error(code, err, rf"(?s)invalid run manifest:.*{key} holds a NUL byte")
+    (run_dir / MANIFEST_NAME).write_text(json.dumps(doc))
+
+
+def test_watch_refuses_an_evaluation_whose_input_rows_changed_since_the_launch(
+    tmp_path, capsys, on_path
+):
+    """Progress is that of the rows launched: other rows are another evaluation."""
+    run_dir = tmp_path / "runs/r"
+    (tmp_path / "in.jsonl").write_text('{"responses_create_params": {}}\n')
+    code, _, err = run_cli(gym_argv(tmp_path, "--launch", "local", "--run-dir", str(run_dir)),
+                           capsys)  # fmt: skip
+    assert code == 0, err
+    wait_for(lambda: (run_dir / "launch/exit_status").is_file())
+    code, out, err = watch(run_dir, capsys)
+    assert code == 0, out + err
+    with (tmp_path / "in.jsonl").open("a") as fh:
+        fh.write('{"responses_create_params": {"x": 1}}\n')
+    code, _, err = watch(run_dir, capsys)
+    assert_one_error(code, err, r"in\.jsonl changed since the launch \(sha256 [0-9a-f]{12}, "
+                     r"launched with [0-9a-f]{12}\)")  # fmt: skip
+    (tmp_path / "in.jsonl").unlink()
+    code, _, err = watch(run_dir, capsys)
+    assert_one_error(code, err, r"in\.jsonl, the rows launched, cannot be read")
 
 
 def test_plan_swe_launch_sizes_and_site_defaults(tmp_path):

@@ -183,6 +183,13 @@ class RunManifest(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _no_nul(self) -> RunManifest:
+        """No string anywhere holds a NUL byte: every one may become a path or an argv word."""
+        if where := _nul_at(self.model_dump(mode="json"), ""):
+            raise ValueError(f"{where} holds a NUL byte (no path, word or name can)")
+        return self
+
+    @model_validator(mode="after")
     def _paths_inside_run_dir(self) -> RunManifest:
         if not posixpath.isabs(self.run_dir) or "\x00" in self.run_dir:
             raise ValueError(f"run_dir {self.run_dir!r} is not an absolute path")
@@ -195,6 +202,22 @@ class RunManifest(BaseModel):
             if "\x00" in value or posixpath.commonpath([root, path]) != root:
                 raise ValueError(f"{key} {value!r} is outside the run directory {root}")
         return self
+
+
+def _nul_at(value: Any, where: str) -> str | None:
+    """The dotted place of the first string (value or key) in ``value`` with a NUL byte."""
+    if isinstance(value, str):
+        return where if "\x00" in value else None
+    items: Any = ()
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    for key, item in items:
+        place = f"{where}.{key}" if where else str(key)
+        if (isinstance(key, str) and "\x00" in key) or (found := _nul_at(item, place)):
+            return found or place.replace("\x00", "\\0")
+    return None
 
 
 def now_utc() -> str:

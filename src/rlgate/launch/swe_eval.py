@@ -210,8 +210,13 @@ def graded(manifest: RunManifest) -> tuple[int, float | None, str]:
 
     What is not counted is :attr:`rlgate.swe.backends.Progress.notes`, joined. Read with the
     plan's own parser (:func:`rlgate.swe.backends.progress`); nothing is written.
+
+    Raises:
+        LaunchError: the manifest is not such an evaluation, or its input rows
+            (``--gym-input``) are not the ones launched (the manifest's hash of them).
     """
     e = eval_from_manifest(manifest)
+    _same_rows(manifest, e)
     done = progress(e)
     results = e.output_dir / GYM_ROLLOUTS
     try:
@@ -219,6 +224,27 @@ def graded(manifest: RunManifest) -> tuple[int, float | None, str]:
     except OSError:
         updated = None
     return len(done.done), updated, "; ".join(done.notes)
+
+
+def _same_rows(manifest: RunManifest, e: ClusterEval) -> None:
+    """The input rows are the ones the manifest hashed at launch, or LaunchError."""
+    launched = manifest.recipe.sha256
+    if e.gym_input is None or launched == "unknown":
+        return
+    now = _sha256(e.gym_input)
+    if now == "unknown":
+        raise LaunchError(
+            f"{manifest.run_dir}: {e.gym_input}, the rows launched, cannot be read: the "
+            "progress of this evaluation cannot be told",
+            hint="restore the file the evaluation was launched with",
+        )
+    if now != launched:
+        raise LaunchError(
+            f"{manifest.run_dir}: {e.gym_input} changed since the launch (sha256 {now[:12]}, "
+            f"launched with {launched[:12]}): the rollouts in {e.output_dir} are not counted "
+            "against other rows",
+            hint="restore the rows launched, or launch the new rows into a new --output-dir",
+        )
 
 
 def _workdir(backend: Backend, given: str | os.PathLike[str] | None) -> Path | None:
@@ -233,18 +259,34 @@ def _workdir(backend: Backend, given: str | os.PathLike[str] | None) -> Path | N
 
 
 def _job_dirs(e: ClusterEval) -> tuple[Path, ...]:
-    """The directories the job reads and writes: output, input rows, the .sif images."""
-    dirs = [e.output_dir.resolve()]
+    """The directories the job reads and writes: output, input rows, the .sif images.
+
+    Each as the host resolves it (``..`` and symlinks followed), so that the mount names the
+    folder the job will use; the file system's root is never one.
+
+    Raises:
+        LaunchError: a directory is ``/`` (e.g. ``--container-formatter /{instance_id}.sif``
+            or ``/sif/../{instance_id}.sif``).
+    """
+    dirs = [("--output-dir", e.output_dir.resolve())]
     if e.gym_input is not None:
-        dirs.append(e.gym_input.resolve().parent)
+        dirs.append(("--gym-input's folder", e.gym_input.resolve().parent))
     if e.container_formatter and e.container_formatter.startswith("/"):
         prefix = e.container_formatter.split("{", 1)[0]
-        dirs.append(Path(prefix if prefix.endswith("/") else os.path.dirname(prefix)))
+        folder = prefix if prefix.endswith("/") else os.path.dirname(prefix)
+        dirs.append(("--container-formatter's images folder", Path(folder).resolve()))
+    for what, d in dirs:
+        if d == Path(d.anchor):
+            raise LaunchError(
+                f"{what} is {d}: the job would mount the whole file system into the container",
+                hint="name a folder of its own (the .sif images: the folder holding them)",
+            )
+    paths = [d for _, d in dirs]
     # a directory inside another one listed is seen through it
     return tuple(
         d
-        for i, d in enumerate(dirs)
-        if not any(o in d.parents or (o == d and j < i) for j, o in enumerate(dirs))
+        for i, d in enumerate(paths)
+        if not any(o in d.parents or (o == d and j < i) for j, o in enumerate(paths))
     )
 
 
@@ -264,8 +306,8 @@ def plan_swe_launch(
     The time limit defaults to the plan's wall-time bound plus the server's start.
 
     Raises:
-        LaunchError: not a Gym plan, a run directory that is not fresh, no NeMo RL checkout
-            for Slurm, a bad size.
+        LaunchError: not a Gym plan, a run directory that is not fresh or that holds the
+            output dir, no NeMo RL checkout for Slurm, a bad size, a mount of ``/``.
     """
     e = plan.eval
     if e.backend is not SweBackend.GYM:
@@ -275,6 +317,13 @@ def plan_swe_launch(
             raise LaunchError(f"{option} must be a positive integer, got {value!r}")
     name = f"swe-{e.output_dir.name}"
     run = _fresh_run_dir(Path(run_dir) if run_dir else _default_run_dir(site, name))
+    out = e.output_dir.resolve()
+    if out == run or run in out.parents:
+        raise LaunchError(
+            f"--output-dir {out} is inside the run directory {run}, which must be new: the "
+            "evaluation's output outlives one run (a relaunch resumes from it in a new run dir)",
+            hint="pass an --output-dir outside --run-dir",
+        )
     workdir = _workdir(backend, nemo_rl_dir or site.nemo_rl_dir)
     argv = ("bash", str(run / JOB_SCRIPT))
     limit = minutes if minutes is not None else math.ceil(plan.wall_hours * 60) + STARTUP_MINUTES

@@ -80,13 +80,16 @@ except KeyboardInterrupt:
     say({{"program": "ng_run stopped"}})
 """
 COLLECT = """#!{python}
-import json, os, pathlib, sys
+import json, os, pathlib, sys, time
 args = dict(a.lstrip("+").split("=", 1) for a in sys.argv[1:])
 out = pathlib.Path(args["output_jsonl_fpath"].strip("'"))
 had = out.read_text().splitlines() if out.is_file() else []
 with pathlib.Path({calls!r}).open("a") as fh:
     fh.write(json.dumps({{"program": "ng_collect_rollouts", "had": len(had)}}) + "\\n")
 rows = pathlib.Path({rollouts!r}).read_text().splitlines()
+hold = os.environ.get("RLGATE_TEST_HOLD")  # a file: the collection runs until it exists
+while hold and not pathlib.Path(hold).exists():
+    time.sleep(0.1)
 die = pathlib.Path({calls!r} + ".died")
 stop = int(os.environ.get("RLGATE_TEST_DIE_AT", "0"))
 if stop and not die.exists():
@@ -227,6 +230,61 @@ def test_what_ng_run_leaves_behind_is_killed_with_its_process_group(
     code, out, err = watch(run_dir, capsys)
     assert code == 0, out + err
     assert not server_child_alive(on_path)  # the job killed the group before it ended
+
+
+def test_an_output_dir_a_live_job_writes_is_refused_to_a_second_launch_and_a_run_here(
+    tmp_path, capsys, on_path, monkeypatch
+):
+    hold = tmp_path / "release"
+    monkeypatch.setenv("RLGATE_TEST_HOLD", str(hold))
+    first, second = tmp_path / "runs/first", tmp_path / "runs/second"
+    code, _, err = run_cli(gym_argv(tmp_path, "--launch", "local", "--run-dir", str(first)), capsys)
+    assert code == 0, err
+    assert json.loads((tmp_path / "out/.rlgate_launch").read_text()) == {"run_dir": str(first)}
+    try:
+        wait_for(lambda: any(c["program"] == "ng_collect_rollouts" for c in calls_of(on_path)))
+        for extra in (["--launch", "local", "--run-dir", str(second)], ["--dry-run"], []):
+            code, out, err = run_cli(gym_argv(tmp_path, *extra), capsys)
+            assert_one_error(code, err, rf"--output-dir {tmp_path}/out is being written by run "
+                             rf"{first} \(local job \d+, which its backend still runs or "
+                             r"queues\): two jobs would")  # fmt: skip
+            assert not second.exists() and out == ""
+    finally:
+        hold.touch()
+    code, out, err = watch(first, capsys)
+    assert code == 0, out + err
+    # ended: the next launch goes ahead (here: nothing left to run)
+    code, out, err = run_cli(gym_argv(tmp_path, "--launch", "local", "--run-dir", str(second)),
+                             capsys)  # fmt: skip
+    assert code == 0 and "nothing to launch: every rollout is graded" in out, err
+
+
+@pytest.mark.parametrize(
+    "lease",
+    ["{", '{"run_dir": 7}', '{"run_dir": "/nonexistent/run"}', '{"run_dir": "RUN"}', "[]"],
+)
+def test_a_lease_that_names_no_live_job_of_this_output_dir_is_ignored(
+    tmp_path, capsys, on_path, monkeypatch, lease
+):
+    """Unreadable, or a live job of another output dir (RUN): the launch goes ahead."""
+    hold = tmp_path / "release"
+    monkeypatch.setenv("RLGATE_TEST_HOLD", str(hold))
+    other = tmp_path / "runs/other"
+    argv = gym_argv(tmp_path, "--launch", "local", "--run-dir", str(other))
+    argv[argv.index("--output-dir") + 1] = str(tmp_path / "elsewhere")
+    code, _, err = run_cli(argv, capsys)
+    assert code == 0, err
+    try:
+        (tmp_path / "out").mkdir()
+        (tmp_path / "out/.rlgate_launch").write_text(lease.replace("RUN", str(other)))
+        code, out, err = run_cli(gym_argv(tmp_path, "--launch", "local", "--run-dir",
+                                          str(tmp_path / "runs/r")), capsys)  # fmt: skip
+        assert code == 0 and "launched r on local" in out, err
+        assert load_manifest(other).status.value == "submitted"  # still live meanwhile
+    finally:
+        hold.touch()
+    wait_for(lambda: (tmp_path / "runs/r/launch/exit_status").is_file())
+    wait_for(lambda: (other / "launch/exit_status").is_file())
 
 
 def test_a_server_that_never_gets_ready_fails_the_job_before_the_collection(
@@ -518,7 +576,9 @@ def test_plan_swe_launch_sizes_and_site_defaults(tmp_path):
     assert job.label.startswith("swe eval gym of base")
 
 
-@pytest.mark.parametrize("written", ["ng_run.log", "rollouts.jsonl", "rollouts_failures.jsonl"])
+@pytest.mark.parametrize(
+    "written", ["ng_run.log", "rollouts.jsonl", "rollouts_failures.jsonl", ".rlgate_launch"]
+)
 @pytest.mark.parametrize("launch", [["--launch", "local", "--run-dir", "runs/r"], ["--dry-run"]])
 def test_a_gym_input_the_job_writes_is_refused_before_any_work(
     tmp_path, capsys, on_path, written, launch

@@ -231,9 +231,11 @@ DEFAULTS: dict[tuple[str, str], Callable[[argparse.Namespace], Any]] = {
 def _gym_writes(args: argparse.Namespace) -> list[Path]:
     if getattr(args, "backend", None) != "gym" or not getattr(args, "output_dir", None):
         return []
+    from rlgate.launch.swe_eval import LEASE, LEASE_LOCK
     from rlgate.swe.backends import gym_writes
 
-    return list(gym_writes(Path(args.output_dir)))
+    out = Path(args.output_dir)
+    return [*gym_writes(out), out / LEASE, out / LEASE_LOCK]
 
 
 #: The files a command writes inside an output directory option (``dest``): declared as file

@@ -560,26 +560,29 @@ def _cmd_cluster_eval(args: argparse.Namespace) -> int:
     ids = tuple(args.instance_ids) or universe.ids
     if unknown := sorted(set(ids) - set(universe.ids)):
         raise RlgateError(f"--instance-ids not in the dataset {args.dataset}: {unknown[:5]}")
-    plan = plan_eval(
-        ClusterEval(
-            backend=Backend(args.backend),
-            model=args.model,
-            output_dir=args.output_dir,
-            instance_ids=ids,
-            seeds=args.seeds,
-            server_url=args.server_url,
-            server_gpus=args.server_gpus,
-            concurrency=args.concurrency,
-            minutes_per_instance=args.minutes_per_instance,
-            cpus_per_instance=args.cpus_per_instance,
-            gym_input=args.gym_input,
-            gym_config=args.gym_config or GYM_CONFIG,
-            container_formatter=args.container_formatter,
-            cluster=args.cluster,
-            agent_framework=args.agent_framework,
-            overrides=tuple(args.override),
-        )
+    e = ClusterEval(
+        backend=Backend(args.backend),
+        model=args.model,
+        output_dir=args.output_dir,
+        instance_ids=ids,
+        seeds=args.seeds,
+        server_url=args.server_url,
+        server_gpus=args.server_gpus,
+        concurrency=args.concurrency,
+        minutes_per_instance=args.minutes_per_instance,
+        cpus_per_instance=args.cpus_per_instance,
+        gym_input=args.gym_input,
+        gym_config=args.gym_config or GYM_CONFIG,
+        container_formatter=args.container_formatter,
+        cluster=args.cluster,
+        agent_framework=args.agent_framework,
+        overrides=tuple(args.override),
     )
+    if e.backend is Backend.GYM:
+        from rlgate.launch.swe_eval import refuse_live_writer
+
+        refuse_live_writer(e.output_dir)  # a job launched into it may still write there
+    plan = plan_eval(e)
     print(_render_plan(plan))
     if args.launch:
         return _launch_plan(plan, args)

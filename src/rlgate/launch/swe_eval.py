@@ -23,13 +23,18 @@ cluster config.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rlgate.core.errors import LaunchError, RlgateError
+from rlgate.core.errors import InfraError, LaunchError, RlgateError
+from rlgate.core.io import write_text_atomic
 from rlgate.launch.job import LaunchPlan
 from rlgate.launch.manifest import (
     Backend,
@@ -37,11 +42,14 @@ from rlgate.launch.manifest import (
     RecipeRef,
     RunKind,
     RunManifest,
+    RunStatus,
+    load_manifest,
 )
 from rlgate.launch.plan import (
     _default_run_dir,
     _fresh_run_dir,
     _shell_command,
+    backend_for,
     launch,
     plan_manifest,
 )
@@ -58,16 +66,26 @@ from rlgate.swe.backends import Backend as SweBackend
 
 __all__ = [
     "JOB_SCRIPT",
+    "LEASE",
+    "LEASE_LOCK",
     "eval_config",
     "eval_from_manifest",
     "graded",
     "job_script",
     "launch_swe_eval",
+    "live_writer",
     "plan_swe_launch",
+    "refuse_live_writer",
     "swe_manifest",
 ]
 
 JOB_SCRIPT = "launch/swe_eval_job.sh"
+#: In the output directory: ``{"run_dir": ...}`` of the last launch into it, so that a second
+#: launch (or a run here) finds a job that may still write there. Not a ``.json`` file: no
+#: reader of the output directory takes it for results.
+LEASE = ".rlgate_launch"
+LEASE_LOCK = ".rlgate_launch.lock"
+_LIVE = (RunStatus.SUBMITTED, RunStatus.RUNNING, RunStatus.STALLED)
 #: Minutes the job gets on top of the plan's wall-time bound (the server's start, at most).
 STARTUP_MINUTES = math.ceil(SERVER_READY_TIMEOUT_S / 60)
 _NOT_LAUNCHED = (
@@ -382,7 +400,82 @@ def swe_manifest(launch_plan: LaunchPlan, plan: EvalPlan) -> RunManifest:
     )
 
 
+def live_writer(output_dir: Path) -> RunManifest | None:
+    """The launched run that may still write ``output_dir``, by its lease; else None.
+
+    The lease is input: it counts only when it names a run directory whose manifest is a
+    ``swe_eval`` of this very output directory, last recorded live (submitted, running,
+    stalled), and whose backend still reports the job pending or running. A lease that is
+    unreadable, foreign or names a run that ended is ignored.
+
+    Raises:
+        InfraError: the backend cannot be asked (Slurm commands, the Ray dashboard).
+    """
+    out = output_dir.resolve()
+    try:
+        doc = json.loads((out / LEASE).read_text(encoding="utf-8"))
+        run_dir = doc["run_dir"]
+        manifest = load_manifest(run_dir) if isinstance(run_dir, str) else None
+    except (OSError, ValueError, TypeError, KeyError, LaunchError):
+        return None
+    if (
+        manifest is None
+        or manifest.kind is not RunKind.SWE_EVAL
+        or manifest.config.get("output_dir") != str(out)
+        or manifest.status not in _LIVE
+    ):
+        return None
+    state = backend_for(manifest.backend).poll(manifest)
+    return None if state.phase.terminal else manifest
+
+
+def refuse_live_writer(output_dir: Path) -> None:
+    """LaunchError when a launched job may still write ``output_dir`` (:func:`live_writer`)."""
+    try:
+        live = live_writer(output_dir)
+    except InfraError as exc:
+        raise InfraError(
+            f"cannot tell whether the job last launched into {output_dir} still writes there: "
+            f"{exc.message}",
+            hint="nothing was launched; retry when the cluster answers",
+        ) from None
+    if live is not None:
+        raise LaunchError(
+            f"--output-dir {output_dir.resolve()} is being written by run {live.run_dir} "
+            f"({live.backend.value} job {' '.join(live.job_ids) or '?'}, which its backend "
+            "still runs or queues): two jobs would write the same rollouts",
+            hint=f"wait for it (rlgate watch {live.run_dir}); a relaunch after it ends "
+            "resumes from what it graded",
+        )
+
+
+@contextlib.contextmanager
+def _launch_lock(out: Path) -> Iterator[None]:
+    """Hold the output directory's launch lock (one ``rlgate`` launching into it at a time)."""
+    with (out / LEASE_LOCK).open("a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise LaunchError(
+                f"another rlgate is launching into --output-dir {out} right now",
+                hint="let it finish; then a launch sees its job",
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def launch_swe_eval(launch_plan: LaunchPlan, plan: EvalPlan) -> RunManifest:
-    """Create the output directory (the container mounts it), then launch the job."""
-    plan.eval.output_dir.mkdir(parents=True, exist_ok=True)
-    return launch(launch_plan, swe_manifest(launch_plan, plan))
+    """Create the output directory (the container mounts it), then launch the job.
+
+    Under the output directory's lock: refused while a job launched into it may still write
+    there (:func:`refuse_live_writer`); the lease names the new run once it is submitted.
+    """
+    out = plan.eval.output_dir.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    with _launch_lock(out):
+        refuse_live_writer(out)
+        manifest = launch(launch_plan, swe_manifest(launch_plan, plan))
+        write_text_atomic(out / LEASE, json.dumps({"run_dir": manifest.run_dir}) + "\n")
+    return manifest

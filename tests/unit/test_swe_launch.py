@@ -247,7 +247,7 @@ def test_an_output_dir_a_live_job_writes_is_refused_to_a_second_launch_and_a_run
             code, out, err = run_cli(gym_argv(tmp_path, *extra), capsys)
             assert_one_error(code, err, rf"--output-dir {tmp_path}/out is being written by run "
                              rf"{first} \(local job \d+, which its backend still runs or "
-                             r"queues\): two jobs would")  # fmt: skip
+                             r"queues\): two writers would")  # fmt: skip
             assert not second.exists() and out == ""
     finally:
         hold.touch()

@@ -579,8 +579,9 @@ def _cmd_cluster_eval(args: argparse.Namespace) -> int:
         overrides=tuple(args.override),
     )
     if e.backend is Backend.GYM:
-        from rlgate.launch.swe_eval import refuse_live_writer
+        from rlgate.launch.swe_eval import refuse_live_writer, refuse_symlinked_outputs
 
+        refuse_symlinked_outputs(e.output_dir)
         refuse_live_writer(e.output_dir)  # a job launched into it may still write there
     plan = plan_eval(e)
     print(_render_plan(plan))
@@ -657,31 +658,52 @@ def _run_plan(plan: Any, *, server_timeout_s: float | None = None) -> int:
     whatever happened, as Ctrl-C would stop it: SIGINT to its group, SIGKILL to the group
     after 60 s (:func:`_stop_server`).
     """
-    import subprocess
-
-    from rlgate.core.errors import InfraError
+    from rlgate.launch.swe_eval import writing_here
     from rlgate.swe.backends import SERVER_READY_TIMEOUT_S
 
     if server_timeout_s is None:
         server_timeout_s = SERVER_READY_TIMEOUT_S
     out = plan.eval.output_dir
-    out.mkdir(parents=True, exist_ok=True)
+    with writing_here(out):  # the lock for the whole run, and a lease naming this process
+        return _run_commands(plan, out, server_timeout_s)
+
+
+def _run_commands(plan: Any, out: Path, server_timeout_s: float) -> int:
+    """:func:`_run_plan`'s commands, the output directory held."""
+    import errno
+    import shutil
+    import subprocess
+
+    from rlgate.core.errors import InfraError
+    from rlgate.launch.swe_eval import SUPERVISOR
+
     servers: list[subprocess.Popen[bytes]] = []
     try:
         for cmd, background, ready in zip(plan.commands, plan.background, plan.ready, strict=True):
             log = out / f"{cmd.argv[0]}.log"
             try:
                 if background:
-                    with log.open("wb") as fh:
+                    if shutil.which(cmd.argv[0]) is None:
+                        raise FileNotFoundError(errno.ENOENT, "not found", cmd.argv[0])
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+                    supervised = (
+                        "bash",
+                        "-c",
+                        SUPERVISOR,
+                        "own_group",
+                        str(os.getpid()),
+                        *cmd.argv,
+                    )
+                    with os.fdopen(os.open(log, flags, 0o666), "wb") as fh:  # never a symlink
                         servers.append(
                             subprocess.Popen(
-                                cmd.argv,
+                                supervised,
                                 stdout=fh,
                                 stderr=subprocess.STDOUT,
                                 start_new_session=True,
                             )
                         )
-                    _wait_until_ready(servers[-1], log, ready, server_timeout_s)
+                    _wait_until_ready(servers[-1], log, ready, server_timeout_s, cmd.argv[0])
                     continue
                 code = subprocess.run(cmd.argv, check=False).returncode
             except OSError as exc:  # not installed, or not an executable
@@ -725,7 +747,7 @@ def _stop_server(server: Any, grace_s: float = 60.0) -> None:
     server.wait()
 
 
-def _wait_until_ready(proc: Any, log: Path, ready: Any, timeout_s: float) -> None:
+def _wait_until_ready(proc: Any, log: Path, ready: Any, timeout_s: float, name: str) -> None:
     """Block until ``log`` shows ``ready``; the server's exit or the timeout is InfraError."""
     import time
 
@@ -738,9 +760,7 @@ def _wait_until_ready(proc: Any, log: Path, ready: Any, timeout_s: float) -> Non
             return
         if proc.poll() is not None:
             tail = "".join(text.splitlines(True)[-10:])
-            raise infra(
-                f"{proc.args[0]} exited with {proc.returncode} before it was ready; {log}:\n{tail}"
-            )
+            raise infra(f"{name} exited with {proc.returncode} before it was ready; {log}:\n{tail}")
         if time.monotonic() > deadline:
-            raise infra(f"{proc.args[0]} was not ready after {timeout_s:g} s (log: {log})")
+            raise infra(f"{name} was not ready after {timeout_s:g} s (log: {log})")
         time.sleep(0.2)

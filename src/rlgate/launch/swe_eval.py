@@ -29,13 +29,17 @@ import hashlib
 import json
 import math
 import os
+import socket
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rlgate.core.errors import InfraError, LaunchError, RlgateError
 from rlgate.core.io import write_text_atomic
+from rlgate.core.text import one_line
 from rlgate.launch.job import LaunchPlan
+from rlgate.launch.local import process_start_time
 from rlgate.launch.manifest import (
     Backend,
     GitInfo,
@@ -60,6 +64,7 @@ from rlgate.swe.backends import (
     SERVER_READY_TIMEOUT_S,
     ClusterEval,
     EvalPlan,
+    gym_writes,
     progress,
 )
 from rlgate.swe.backends import Backend as SweBackend
@@ -68,6 +73,7 @@ __all__ = [
     "JOB_SCRIPT",
     "LEASE",
     "LEASE_LOCK",
+    "SUPERVISOR",
     "eval_config",
     "eval_from_manifest",
     "graded",
@@ -76,7 +82,9 @@ __all__ = [
     "live_writer",
     "plan_swe_launch",
     "refuse_live_writer",
+    "refuse_symlinked_outputs",
     "swe_manifest",
+    "writing_here",
 ]
 
 JOB_SCRIPT = "launch/swe_eval_job.sh"
@@ -99,11 +107,26 @@ _STOP = (
     '2>/dev/null || break; sleep 1; done; kill -KILL -- "-$pid" 2>/dev/null || kill -KILL '
     '"$pid" 2>/dev/null || true; done; }}'
 )
-#: A background server in a process group of its own (``setsid``; its pid is the group's id,
-#: since a background job of a non-interactive bash is never a group leader), so that the
-#: servers it spawns are stopped with it.
+#: A server's supervisor, run as ``bash -c SUPERVISOR own_group <pid> <argv...>`` in a session
+#: of its own (``setsid``): it starts the server (a compound command in the background, so
+#: that SIGINT is not ignored as bash ignores it for a background simple command), ignores
+#: SIGINT itself, and when ``<pid>`` (the job's shell, or ``rlgate swe eval``) is gone while
+#: the server runs -- killed with SIGKILL, with its process group, by the OOM killer -- stops
+#: the group as Ctrl-C would (SIGINT, SIGKILL after 60 s). Its exit status is the server's.
+SUPERVISOR = (
+    'job=$1; shift; ( exec "$@" ) & server=$!; trap "" INT; '
+    'while kill -0 "$job" 2>/dev/null && kill -0 "$server" 2>/dev/null; do sleep 1; done; '
+    'if kill -0 "$server" 2>/dev/null; then kill -INT -- "-$$" 2>/dev/null; '
+    'for _ in $(seq 1 60); do kill -0 "$server" 2>/dev/null || break; sleep 1; done; '
+    'kill -KILL -- "-$$"; fi; wait "$server"'
+)
+#: A background server in a process group of its own, under :data:`SUPERVISOR` (its pid is
+#: the group's: a background job of a non-interactive bash is never a group leader, so
+#: ``setsid`` does not fork), so that the servers it spawns are stopped with it. Without
+#: ``setsid`` it stays in the job's group, which a kill of the job then reaches.
 _GROUP = (
-    'own_group() {{ if command -v setsid >/dev/null 2>&1; then exec setsid "$@"; fi; exec "$@"; }}'
+    "own_group() {{ if command -v setsid >/dev/null 2>&1; then exec setsid bash -c "
+    '"$supervise" own_group "$$" "$@"; fi; exec "$@"; }}'
 )
 _WAIT = (
     "wait_ready() {{ local pid=$1 log=$2 pattern=$3 limit=$4 name=$5; local deadline=$((SECONDS "
@@ -138,6 +161,7 @@ def job_script(plan: EvalPlan, *, server_timeout_s: int = SERVER_READY_TIMEOUT_S
         code("servers=()"),
         code(_STOP),
         code(_WAIT),
+        code("supervise={text}", text=SUPERVISOR),
         code(_GROUP),
         code("trap stop_servers EXIT"),
     ]
@@ -145,6 +169,13 @@ def job_script(plan: EvalPlan, *, server_timeout_s: int = SERVER_READY_TIMEOUT_S
         program = cmd.argv[0]
         if background:
             log = out / f"{program}.log"
+            lines.append(
+                code(
+                    "if [ -L {log} ]; then echo {said} >&2; exit 2; fi",
+                    log=log,
+                    said=f"rlgate: error: {log} is a symbolic link; never written through",
+                )
+            )
             lines.append(
                 code("own_group {argv} > {log} 2>&1 &", argv=Words(cmd.argv, wrap=True), log=log)
             )
@@ -400,20 +431,46 @@ def swe_manifest(launch_plan: LaunchPlan, plan: EvalPlan) -> RunManifest:
     )
 
 
-def live_writer(output_dir: Path) -> RunManifest | None:
-    """The launched run that may still write ``output_dir``, by its lease; else None.
+def _lease_doc(out: Path) -> dict[str, Any] | None:
+    """The output directory's lease as a JSON object, or None (none, or not one: ignored)."""
+    path = out / LEASE
+    try:
+        if not stat.S_ISREG(path.lstat().st_mode) or path.lstat().st_size > 4096:
+            return None
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
-    The lease is input: it counts only when it names a run directory whose manifest is a
-    ``swe_eval`` of this very output directory, last recorded live (submitted, running,
-    stalled), and whose backend still reports the job pending or running. A lease that is
-    unreadable, foreign or names a run that ended is ignored.
+
+def live_writer(output_dir: Path) -> str | None:
+    """Who may still write ``output_dir``, by its lease, in a few words; else None.
+
+    The lease is input. A launch's (``run_dir``) counts only when it names a run directory
+    whose manifest is a ``swe_eval`` of this very output directory, last recorded live
+    (submitted, running, stalled), and whose backend still reports the job pending or
+    running. A run here's (``pid``, ``pid_start``, ``host``) counts when that process still
+    runs on this host with that start time, or runs on another host (it cannot be asked from
+    here). A lease that is not a regular file, unreadable, foreign, or of a run that ended is
+    ignored.
 
     Raises:
         InfraError: the backend cannot be asked (Slurm commands, the Ray dashboard).
     """
     out = output_dir.resolve()
+    doc = _lease_doc(out)
+    if doc is None:
+        return None
+    if "pid" in doc:
+        pid, start, host = doc.get("pid"), doc.get("pid_start"), doc.get("host")
+        if type(pid) is not int or type(start) is not int or not isinstance(host, str):
+            return None
+        if host != socket.gethostname():
+            return f"`rlgate swe eval` (pid {pid} on host {one_line(host)[:100]})"
+        if pid > 0 and process_start_time(pid) == start:
+            return f"`rlgate swe eval` (pid {pid}, still running here)"
+        return None
     try:
-        doc = json.loads((out / LEASE).read_text(encoding="utf-8"))
         run_dir = doc["run_dir"]
         manifest = load_manifest(run_dir) if isinstance(run_dir, str) else None
     except (OSError, ValueError, TypeError, KeyError, LaunchError):
@@ -426,11 +483,33 @@ def live_writer(output_dir: Path) -> RunManifest | None:
     ):
         return None
     state = backend_for(manifest.backend).poll(manifest)
-    return None if state.phase.terminal else manifest
+    if state.phase.terminal:
+        return None
+    job = " ".join(manifest.job_ids) or "?"
+    return (
+        f"run {manifest.run_dir} ({manifest.backend.value} job {job}, which its backend still "
+        "runs or queues)"
+    )
+
+
+def refuse_symlinked_outputs(output_dir: Path) -> None:
+    """LaunchError when a file the evaluation writes in ``output_dir`` is a symbolic link.
+
+    The server's log, the rollouts and Gym's sidecars (:func:`rlgate.swe.backends.gym_writes`)
+    and the lease: writing one would write (or truncate) the file it points to.
+    """
+    for path in (*gym_writes(output_dir), output_dir / LEASE, output_dir / LEASE_LOCK):
+        if path.is_symlink():
+            raise LaunchError(
+                f"--output-dir {output_dir}: {path.name} is a symbolic link (to "
+                f"{one_line(os.readlink(path))[:200]}): the evaluation writes that file and never "
+                "writes through a link",
+                hint=f"remove the link {path}, or use another --output-dir",
+            )
 
 
 def refuse_live_writer(output_dir: Path) -> None:
-    """LaunchError when a launched job may still write ``output_dir`` (:func:`live_writer`)."""
+    """LaunchError when a job or a run here may still write ``output_dir`` (:func:`live_writer`)."""
     try:
         live = live_writer(output_dir)
     except InfraError as exc:
@@ -441,29 +520,70 @@ def refuse_live_writer(output_dir: Path) -> None:
         ) from None
     if live is not None:
         raise LaunchError(
-            f"--output-dir {output_dir.resolve()} is being written by run {live.run_dir} "
-            f"({live.backend.value} job {' '.join(live.job_ids) or '?'}, which its backend "
-            "still runs or queues): two jobs would write the same rollouts",
-            hint=f"wait for it (rlgate watch {live.run_dir}); a relaunch after it ends "
-            "resumes from what it graded",
+            f"--output-dir {output_dir.resolve()} is being written by {live}: two writers "
+            "would write the same rollouts",
+            hint=f"wait for it to end (a launch: rlgate watch RUN_DIR); then the same command "
+            f"resumes from what it graded; a lease left by a run that is gone: remove "
+            f"{output_dir.resolve() / LEASE}",
         )
 
 
 @contextlib.contextmanager
 def _launch_lock(out: Path) -> Iterator[None]:
-    """Hold the output directory's launch lock (one ``rlgate`` launching into it at a time)."""
-    with (out / LEASE_LOCK).open("a") as fh:
+    """Hold the output directory's lock (one ``rlgate`` launching or running into it at once).
+
+    The lock file is opened without following a symlink and must be a regular file.
+    """
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(out / LEASE_LOCK, flags, 0o666)
+    except OSError as exc:
+        raise LaunchError(
+            f"--output-dir {out}: cannot open its lock {LEASE_LOCK} ({exc.strerror}): a symlink "
+            "or another kind of file there is refused",
+            hint=f"remove {out / LEASE_LOCK}",
+        ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise LaunchError(
+                f"--output-dir {out}: its lock {LEASE_LOCK} is not a regular file",
+                hint=f"remove {out / LEASE_LOCK}",
+            )
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise LaunchError(
-                f"another rlgate is launching into --output-dir {out} right now",
-                hint="let it finish; then a launch sees its job",
+                f"another rlgate holds --output-dir {out} right now (launching into it, or "
+                "running the evaluation here)",
+                hint="let it finish; then the same command sees what it did",
             ) from None
         try:
             yield
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def writing_here(output_dir: Path) -> Iterator[None]:
+    """Hold ``output_dir`` for a run of the plan on this machine (``rlgate swe eval``).
+
+    Under the lock for the whole run: refused while a writer is live; the lease names this
+    process (pid, its start time, the host) until it ends, then is removed.
+    """
+    out = output_dir.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    with _launch_lock(out):
+        refuse_live_writer(out)
+        me = {"pid": os.getpid(), "pid_start": process_start_time(os.getpid()) or 0,
+              "host": socket.gethostname()}  # fmt: skip
+        write_text_atomic(out / LEASE, json.dumps(me) + "\n")
+        try:
+            yield
+        finally:
+            if _lease_doc(out) == me:  # ours still: this run has ended
+                (out / LEASE).unlink(missing_ok=True)
 
 
 def launch_swe_eval(launch_plan: LaunchPlan, plan: EvalPlan) -> RunManifest:

@@ -18,6 +18,7 @@ from rlgate.swe.readers._common import dig
 from rlgate.swe.readers.formats.gym import ROLLOUT_ID_PATHS
 
 from .helpers.launch_fixtures import wait_for
+from .helpers.swe_inputs import write_gym_input
 from .test_swe_formats import IDS, assert_one_error, run_cli
 from .test_swe_launch import calls_of, gym_argv, standins, watch
 
@@ -137,10 +138,10 @@ def test_a_launch_whose_gym_input_does_not_exist_is_refused_before_anything_is_w
 ):
     """The job would start the server (up to an hour) before the collection finds no rows; and
     the manifest records the rows' sha256 as ``unknown``, so watch never checks them again."""
-    assert not (tmp_path / "in.jsonl").exists()
     run_dir = tmp_path / "runs/r"
-    code, _, err = run_cli(gym_argv(tmp_path, "--launch", "local", "--run-dir", str(run_dir)),
-                           capsys)  # fmt: skip
+    argv = gym_argv(tmp_path, "--launch", "local", "--run-dir", str(run_dir))
+    (tmp_path / "in.jsonl").unlink()  # gym_argv writes the rows; this launch has none
+    code, _, err = run_cli(argv, capsys)
     try:
         assert_one_error(code, err, r"--gym-input .*in\.jsonl")
         assert not run_dir.exists()
@@ -178,13 +179,6 @@ def test_gym_instance_ids_restrict_what_the_job_runs_not_only_what_rlgate_counts
 ):
     """``--instance-ids`` shapes the plan (total, cost, the launched job's time limit) but not
     the commands: ``ng_collect_rollouts`` runs every row of ``--gym-input``."""
-    rows = tmp_path / "in.jsonl"
-    rows.write_text(
-        "".join(
-            json.dumps({"responses_create_params": {"metadata": {"instance_id": iid}}}) + "\n"
-            for iid in IDS
-        )
-    )
     argv = gym_argv(tmp_path, "--instance-ids", IDS[0], "--launch", "local", "--dry-run")
     code, out, err = run_cli(argv, capsys)
     if code == 2:  # refusing a subset Gym cannot run is a fix too
@@ -264,6 +258,7 @@ def test_the_images_folder_gym_opens_is_the_one_the_container_mounts(tmp_path, m
     work, store = tmp_path / "work", tmp_path / "store/sif"
     work.mkdir()
     store.mkdir(parents=True)
+    write_gym_input(work / "in.jsonl", IDS)
     (tmp_path / "images").symlink_to(store)
     monkeypatch.chdir(tmp_path)
     formatter = {

@@ -31,6 +31,8 @@ SIF = "/sif/swebench_sweb.eval.x86_64.{instance_id}.sif"
 
 
 def gym_eval(tmp_path: Path, **kw) -> ClusterEval:
+    if not (tmp_path / "verified_gym.jsonl").exists():
+        si.write_gym_input(tmp_path / "verified_gym.jsonl", IDS)
     args = {
         "backend": Backend.GYM,
         "model": "Qwen/Qwen3.5-35B-A3B",
@@ -265,6 +267,9 @@ def test_an_engine_that_is_not_installed_is_an_infrastructure_error(tmp_path, ca
           "--seeds", "0"], r"argument --seeds"),
         (["--backend", "nemo-skills", "--model", "m", "--output-dir", "o", "--cluster", "c",
           "--instance-ids", "django__django-99999"], r"--instance-ids not in the dataset"),
+        (["--backend", "nemo-skills", "--model", "m", "--output-dir", "o", "--cluster", "c",
+          "--instance-ids", "django__django-11099"],
+         r"ns eval --benchmarks=swe-bench:N runs every instance of its benchmark, not 1 of"),
     ],
 )  # fmt: skip
 def test_swe_eval_refuses_bad_cluster_arguments(tmp_path, capsys, monkeypatch, extra, pattern):
@@ -326,6 +331,8 @@ def _standins(tmp_path: Path, *, fail: bool = False) -> tuple[Path, Path]:
 
 def _gym_argv(tmp_path: Path) -> list[str]:
     dataset = si.write_subset_dataset(tmp_path / "four.jsonl", IDS)
+    if not (tmp_path / "in.jsonl").exists():
+        si.write_gym_input(tmp_path / "in.jsonl", IDS)
     return ["swe", "eval", "--backend", "gym", "--model", "base", "--seeds", "2",
             "--server-url", "http://127.0.0.1:8000/v1", "--gym-input", str(tmp_path / "in.jsonl"),
             "--container-formatter", SIF, "--output-dir", str(tmp_path / "out"),

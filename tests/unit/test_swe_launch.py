@@ -129,6 +129,8 @@ def gym_argv(tmp_path: Path, *extra: str, formatter: str = SIF) -> list[str]:
     dataset = tmp_path / "four.jsonl"
     if not dataset.is_file():
         si.write_subset_dataset(dataset, IDS)
+    if not (tmp_path / "in.jsonl").exists():
+        si.write_gym_input(tmp_path / "in.jsonl", IDS)
     return ["swe", "eval", "--backend", "gym", "--model", "base", "--seeds", "2",
             "--server-url", "http://127.0.0.1:8000/v1", "--gym-input", str(tmp_path / "in.jsonl"),
             "--container-formatter", formatter, "--output-dir", str(tmp_path / "out"),
@@ -364,6 +366,8 @@ def test_the_slurm_dry_run_prints_the_sbatch_script_the_job_script_and_the_cost(
 
 
 def _eval_of(tmp_path: Path, formatter: str = SIF) -> ClusterEval:
+    if not (tmp_path / "in.jsonl").exists():
+        si.write_gym_input(tmp_path / "in.jsonl", IDS)
     return ClusterEval(
         backend=SweBackend.GYM,
         model="base",
@@ -527,7 +531,7 @@ def test_watch_refuses_a_manifest_whose_evaluation_was_edited(tmp_path, capsys, 
     doc = json.loads((run_dir / MANIFEST_NAME).read_text())
     for key, value, pattern in (
         ("instance_ids", ["a\nb"], r"the manifest's evaluation: dataset: instance_id 'a\\nb'"),
-        ("seeds", 0, r"the manifest's evaluation: --seeds must be in 1\.\.256, got 0"),
+        ("seeds", 0, r"the manifest's evaluation: --seeds must be an integer in 1\.\.256, got 0"),
         ("seeds", 1, r"target of 8 rollouts is not its evaluation's 4 instances x 1 seed"),
         ("output_dir", None, r"the manifest's config is not an SWE evaluation"),
         ("output_dir", f"{tmp_path}/o\x00ut", r"(?s)manifest:.*config\.output_dir holds a NUL"),
@@ -550,7 +554,7 @@ def test_watch_refuses_an_evaluation_whose_input_rows_changed_since_the_launch(
 ):
     """Progress is that of the rows launched: other rows are another evaluation."""
     run_dir = tmp_path / "runs/r"
-    (tmp_path / "in.jsonl").write_text('{"responses_create_params": {}}\n')
+    si.write_gym_input(tmp_path / "in.jsonl", IDS)
     code, _, err = run_cli(gym_argv(tmp_path, "--launch", "local", "--run-dir", str(run_dir)),
                            capsys)  # fmt: skip
     assert code == 0, err
@@ -597,7 +601,7 @@ def test_a_gym_input_the_job_writes_is_refused_before_any_work(
         )
         assert not (tmp_path / "runs").exists() and calls_of(on_path) == []
     # an input elsewhere in the output directory is not what the job writes
-    (out / "verified_gym.jsonl").write_text("")
+    si.write_gym_input(out / "verified_gym.jsonl", IDS)
     argv = gym_argv(tmp_path, "--dry-run")
     argv[argv.index("--gym-input") + 1] = str(out / "verified_gym.jsonl")
     code, _, err = run_cli(argv, capsys)

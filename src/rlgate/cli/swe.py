@@ -544,7 +544,7 @@ def _cmd_swe_eval(args: argparse.Namespace) -> int:
 
 def _cmd_cluster_eval(args: argparse.Namespace) -> int:
     """``swe eval --backend gym|nemo-skills``: plan, print (``--dry-run``) or run."""
-    from rlgate.swe.backends import GYM_CONFIG, Backend, ClusterEval, plan_eval
+    from rlgate.swe.backends import GYM_CONFIG, NS_BENCHMARK, Backend, ClusterEval, plan_eval
     from rlgate.swe.records import load_universe
 
     missing = [f for f, v in (("--model", args.model), ("--output-dir", args.output_dir)) if not v]
@@ -560,6 +560,13 @@ def _cmd_cluster_eval(args: argparse.Namespace) -> int:
     ids = tuple(args.instance_ids) or universe.ids
     if unknown := sorted(set(ids) - set(universe.ids)):
         raise RlgateError(f"--instance-ids not in the dataset {args.dataset}: {unknown[:5]}")
+    if args.backend == "nemo-skills" and set(ids) != set(universe.ids):
+        raise RlgateError(
+            f"--instance-ids: ns eval --benchmarks={NS_BENCHMARK}:N runs every instance of "
+            f"its benchmark, not {len(set(ids))} of the {len(universe.ids)}: the plan would "
+            "count and compare another evaluation than the one run",
+            hint="drop --instance-ids (exclude instances at compare time: swe compare --exclude)",
+        )
     e = ClusterEval(
         backend=Backend(args.backend),
         model=args.model,

@@ -65,6 +65,7 @@ from rlgate.swe.backends import (
     ClusterEval,
     EvalPlan,
     gym_writes,
+    images_folder,
     progress,
 )
 from rlgate.swe.backends import Backend as SweBackend
@@ -320,10 +321,8 @@ def _job_dirs(e: ClusterEval) -> tuple[Path, ...]:
     dirs = [("--output-dir", e.output_dir.resolve())]
     if e.gym_input is not None:
         dirs.append(("--gym-input's folder", e.gym_input.resolve().parent))
-    if e.container_formatter and e.container_formatter.startswith("/"):
-        prefix = e.container_formatter.split("{", 1)[0]
-        folder = prefix if prefix.endswith("/") else os.path.dirname(prefix)
-        dirs.append(("--container-formatter's images folder", Path(folder).resolve()))
+    if e.container_formatter and (folder := images_folder(e.container_formatter)) is not None:
+        dirs.append(("--container-formatter's images folder", folder))
     for what, d in dirs:
         if d == Path(d.anchor):
             raise LaunchError(

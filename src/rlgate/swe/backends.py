@@ -28,7 +28,9 @@ directory: running the commands is the caller's (``cli/swe.py``).
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -110,9 +112,13 @@ class ClusterEval:
             ("--concurrency", self.concurrency, 1, 100_000),
             ("--minutes-per-instance", self.minutes_per_instance, 1, 7 * 24 * 60),
         ):
-            if isinstance(value, bool) or not lo <= value <= hi:
-                raise SweError(f"{name} must be in {lo}..{hi}, got {value!r}")
-        if not math.isfinite(self.cpus_per_instance) or not 0 < self.cpus_per_instance <= 1024:
+            if type(value) is not int or not lo <= value <= hi:  # a manifest is JSON: 2.0, true
+                raise SweError(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
+        if (
+            type(self.cpus_per_instance) not in (int, float)
+            or not math.isfinite(self.cpus_per_instance)
+            or not 0 < self.cpus_per_instance <= 1024
+        ):
             raise SweError(
                 f"--cpus-per-instance must be in (0, 1024], got {self.cpus_per_instance}"
             )
@@ -304,12 +310,134 @@ def hydra_string(value: str | Path, what: str) -> str:
     """``value`` as one quoted string of Hydra's override grammar (``{``, ``,``, ``[`` are its).
 
     Gym reads its command line with ``@hydra.main``; a quote or backslash in a value is
-    refused rather than escaped.
+    refused rather than escaped, and so is ``${`` (an interpolation, resolved in quoted
+    strings as well).
     """
     text = str(value)
     if "'" in text or "\\" in text:
         raise SweError(f"{what} {text!r:.120} holds a quote or a backslash")
+    if "${" in text:  # Hydra and OmegaConf resolve an interpolation inside a quoted string too
+        raise SweError(
+            f"{what} {text!r:.120} holds '${{', which Gym's Hydra would resolve as an "
+            "interpolation (another path or value than the one given)",
+            hint="rename the folder or value so that it holds no '${'",
+        )
     return f"'{text}'"
+
+
+def images_folder(formatter: str) -> Path | None:
+    """The images folder of a path-like ``--container-formatter``, as the host resolves it.
+
+    Absolute, ``..`` and symlinks followed; None for a URI (``docker://...``).
+    """
+    if "://" in formatter:
+        return None
+    prefix = formatter.split("{", 1)[0]
+    folder = prefix if prefix.endswith("/") else os.path.dirname(prefix)
+    return Path(folder or ".").resolve()
+
+
+def resolved_formatter(formatter: str) -> str:
+    """``formatter`` with its images folder as :func:`images_folder` resolves it.
+
+    Gym opens the formatter as given, in the job's working directory (the NeMo RL checkout)
+    and inside the container; the job mounts the resolved folder: both are this one.
+    """
+    folder = images_folder(formatter)
+    if folder is None:
+        return formatter
+    prefix = formatter.split("{", 1)[0]
+    cut = len(prefix) if prefix.endswith("/") else len(os.path.dirname(prefix))
+    return f"{folder}/{formatter[cut:].lstrip('/')}"
+
+
+#: The largest ``--gym-input`` read to check its rows (500 Verified rows are ~30 MB).
+MAX_GYM_INPUT_BYTES = 1 << 30
+
+
+def gym_input_ids(path: Path) -> list[str]:
+    """The instance id of every row of a Gym input file (``--gym-input``), in order.
+
+    The id is where Gym's rows carry it (:data:`rlgate.swe.readers.formats.gym.ROLLOUT_ID_PATHS`:
+    the row's ``instance_id``, ``responses_create_params.metadata.instance_id``, ...).
+
+    Raises:
+        SweError: not a regular readable file, too large, not JSON Lines of objects, or a
+            row without an instance id.
+    """
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise SweError(f"--gym-input {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise SweError(f"--gym-input {path} is not a regular file")
+    if info.st_size > MAX_GYM_INPUT_BYTES:
+        raise SweError(f"--gym-input {path} is over {MAX_GYM_INPUT_BYTES >> 20} MiB")
+    ids = []
+    for where, row in jsonl_objects(path):
+        iid = next((v for p in ROLLOUT_ID_PATHS if isinstance(v := dig(row, p), str)), None)
+        if iid is None:
+            raise SweError(
+                f"--gym-input {where}: a row without an instance id (looked at "
+                f"{', '.join('.'.join(p) for p in ROLLOUT_ID_PATHS)})"
+            )
+        ids.append(check_instance_id(iid, where))
+    return ids
+
+
+def _check_gym_input(e: ClusterEval) -> None:
+    """The rows Gym will run are the evaluation's instances, each once (SweError if not).
+
+    ``ng_collect_rollouts`` runs every row of ``--gym-input`` ``num_repeats`` times: a plan
+    over other instances (``--instance-ids``, another dataset) would count, size and wait for
+    a different evaluation than the job runs.
+    """
+    assert e.gym_input is not None
+    rows = gym_input_ids(e.gym_input)
+    twice = sorted({i for i in rows if rows.count(i) > 1}) if len(set(rows)) < len(rows) else []
+    if twice:
+        raise SweError(f"--gym-input {e.gym_input}: instance(s) in more than one row: {twice[:5]}")
+    wanted = set(e.instance_ids)
+    extra, missing = sorted(set(rows) - wanted), sorted(wanted - set(rows))
+    if extra or missing:
+        raise SweError(
+            f"--gym-input {e.gym_input} holds {len(rows)} instance(s), the evaluation "
+            f"{len(wanted)}: ng_collect_rollouts runs every row of it"
+            + (f"; rows not evaluated: {extra[:5]}" if extra else "")
+            + (f"; instances with no row: {missing[:5]}" if missing else ""),
+            hint="give --gym-input the rows of exactly the instances evaluated (--instance-ids "
+            "or --dataset): filter the file, or drop --instance-ids",
+        )
+
+
+def _check_materialized(e: ClusterEval) -> None:
+    """A resumed collection runs what Gym materialized, not the command line (SweError if other).
+
+    nemo-gym 0.7.0 ``rollout_collection.py`` (``RolloutCollectionHelper``): with
+    ``resume_from_cache`` and both the materialized inputs and the output present, the rows
+    run are those of ``materialized_jsonl_fpath`` (``_load_from_cache``), written at the first
+    run for its rows x ``num_repeats``. They must be this plan's (instance, seed) pairs.
+    """
+    results = e.output_dir / GYM_ROLLOUTS
+    materialized = results.with_name(f"{results.stem}_materialized_inputs.jsonl")
+    if not (materialized.is_file() and results.is_file()):
+        return
+    pairs = set()
+    for where, row in jsonl_objects(materialized):
+        iid = next((v for p in ROLLOUT_ID_PATHS if isinstance(v := dig(row, p), str)), None)
+        index = row.get(ROLLOUT_INDEX_KEY)
+        if iid is None or type(index) is not int:
+            raise SweError(f"{where}: a materialized row without an instance id or rollout index")
+        pairs.add((iid, index))
+    planned = {(i, k) for i in e.instance_ids for k in range(e.seeds)}
+    if pairs != planned:
+        seeds = len({k for _, k in pairs})
+        raise SweError(
+            f"{materialized}: Gym resumes from these {len(pairs)} materialized rollouts "
+            f"({len({i for i, _ in pairs})} instance(s) x {seeds} seed(s)), not from the "
+            f"command line; this plan is {len(e.instance_ids)} x {e.seeds}",
+            hint="resume with the --seeds and rows of the first run, or use a new --output-dir",
+        )
 
 
 def _gym_commands(e: ClusterEval) -> tuple[Command, ...]:
@@ -324,7 +452,7 @@ def _gym_commands(e: ClusterEval) -> tuple[Command, ...]:
         model_config=hydra_string(GYM_MODEL_CONFIG, "the model config"),
         url=hydra_string(e.server_url, "--server-url"),
         model=hydra_string(e.model, "--model"),
-        formatter=hydra_string(e.container_formatter, "--container-formatter"),
+        formatter=hydra_string(resolved_formatter(e.container_formatter), "--container-formatter"),
         concurrency=e.concurrency,
         error=SweError,
         **extra,
@@ -373,6 +501,8 @@ def plan_eval(e: ClusterEval) -> EvalPlan:
     done = progress(e)
     total = len(e.instance_ids) * e.seeds
     if e.backend is Backend.GYM:
+        _check_gym_input(e)
+        _check_materialized(e)
         commands: Sequence[Command] = _gym_commands(e)
         background, ready = (True, False), (GYM_READY, None)
         results = e.output_dir / GYM_ROLLOUTS

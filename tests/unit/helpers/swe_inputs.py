@@ -42,6 +42,24 @@ def _gym_data(package: str, *parts: str) -> Path:
 GYM_EXAMPLE_ROLLOUTS = _gym_data("responses_api_agents", "swe_agents/data/example_opecode.jsonl")
 GYM_NON_VERIFIED_ROLLOUTS = _gym_data("resources_servers", "swebench/data/example_rollouts.jsonl")
 
+# A real Gym input row of the swe_agents agent (its example data), the template of
+# write_gym_input's rows.
+GYM_EXAMPLE_INPUT = _gym_data("responses_api_agents", "swe_agents/data/example.jsonl")
+
+
+def write_gym_input(path: Path, ids: Sequence[str]) -> Path:
+    """``--gym-input`` rows for ``ids``: the real example row, its instance id replaced where
+    the row carries it (top level and ``responses_create_params.metadata``)."""
+    template = json.loads(GYM_EXAMPLE_INPUT.read_text(encoding="utf-8").splitlines()[0])
+    with path.open("w", encoding="utf-8") as fh:
+        for iid in ids:
+            row = json.loads(json.dumps(template))
+            row["instance_id"] = iid
+            row["responses_create_params"]["metadata"]["instance_id"] = iid
+            fh.write(json.dumps(row) + "\n")
+    return path
+
+
 # What one instance of a synthetic run does (the harness decides the rest).
 RESOLVED = "resolved"
 UNRESOLVED = "unresolved"

@@ -57,8 +57,15 @@ def ns_eval(tmp_path: Path, **kw) -> ClusterEval:
 
 
 def hydra_overrides(argv) -> dict:
-    """``+key=value`` words as Hydra parses them, into one config dict."""
+    """``+key=value`` words as Hydra parses them, into one config dict.
+
+    ``hydra.run.dir`` is Hydra's own key (where it logs), not Gym's: checked and left out.
+    """
     parsed = OverridesParser.create().parse_overrides([str(a) for a in argv])
+    hydra = [o for o in parsed if o.key_or_group.startswith("hydra.")]
+    assert [o.key_or_group for o in hydra] == ["hydra.run.dir"], argv
+    assert Path(hydra[0].value()).is_absolute() and not hydra[0].is_add()
+    parsed = [o for o in parsed if o not in hydra]
     assert all(o.is_add() for o in parsed), argv  # "+key": Gym's CLI adds new keys
     conf = OmegaConf.create()
     for o in parsed:

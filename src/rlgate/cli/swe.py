@@ -280,7 +280,8 @@ def _add_cluster_eval(e: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--container-formatter",
-        help="gym: .sif path template with {instance_id} (a swe_agents agent; needed for swe_agents)",
+        help="gym: .sif path template with {instance_id} (a swe_agents server's; needed by "
+        "the default --gym-agent swe_agents)",
     )
     g.add_argument("--cluster", help="nemo-skills: the cluster config ns eval submits through")
     g.add_argument(

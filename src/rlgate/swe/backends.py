@@ -65,6 +65,12 @@ GYM_ROLLOUTS = "rollouts.jsonl"
 #: Where Gym's two programs keep Hydra's run dir (``hydra.run.dir``; Hydra's default is
 #: ``outputs/<date>/<time>`` in the cwd, which is not the user's to write in).
 GYM_HYDRA_DIR = "hydra"
+HYDRA_FILES = (
+    "global_config.log",
+    ".hydra/config.yaml",
+    ".hydra/hydra.yaml",
+    ".hydra/overrides.yaml",
+)
 #: What ``ng_run`` prints once every server answers (nemo_gym/cli/env.py, 0.7.0); the
 #: collection connects to its head server, so it starts only after this line. The pattern
 #: means the same to Python's ``re`` and to ``grep -E`` (the launched job's script).
@@ -154,8 +160,13 @@ class ClusterEval:
             if missing:
                 raise SweError(
                     f"--backend gym needs {', '.join(missing)}",
-                    hint="the vLLM server of the checkpoint, the Gym-format SWE-bench Verified "
-                    "rows and the .sif image template (NeMo RL's download_swe_images.py)",
+                    hint="the vLLM server of the checkpoint, the Gym-format rows"
+                    + (
+                        " of SWE-bench Verified and the .sif image template (NeMo RL's "
+                        "download_swe_images.py)"
+                        if sif
+                        else " (an instance id in responses_create_params.metadata)"
+                    ),
                 )
         if self.backend is Backend.NEMO_SKILLS and self.cluster is None:
             raise SweError(
@@ -302,7 +313,9 @@ def gym_writes(output_dir: Path) -> tuple[Path, ...]:
     The server's log, the rollouts and Gym's sidecars (``nemo_gym/path_utils.py`` 0.7.0:
     ``failures_path_for``, ``materialized_path_for``, ``aggregate_metrics_path_for``; the
     upload spool of ``rollout_collection.py``; ``rollout_health.py::_write_reports``, run after
-    every collection: ``quality_summary.json``, ``rollout_verdicts.jsonl`` next to the rollouts).
+    every collection: ``quality_summary.json``, ``rollout_verdicts.jsonl`` next to the rollouts);
+    Hydra's run dir of each program (its job log is named after ``nemo_gym/global_config.py``,
+    where ``@hydra.main`` is).
     """
     results = output_dir / GYM_ROLLOUTS
     return (
@@ -314,7 +327,11 @@ def gym_writes(output_dir: Path) -> tuple[Path, ...]:
         results.with_name(f"{results.name}.upload.tmp"),
         output_dir / "quality_summary.json",
         output_dir / "rollout_verdicts.jsonl",
-        output_dir / GYM_HYDRA_DIR,
+        *(
+            output_dir / GYM_HYDRA_DIR / program / name
+            for program in ("ng_run", "ng_collect_rollouts")
+            for name in HYDRA_FILES
+        ),
     )
 
 

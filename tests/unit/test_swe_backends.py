@@ -59,8 +59,15 @@ def ns_eval(tmp_path: Path, **kw) -> ClusterEval:
 
 
 def hydra_overrides(argv) -> dict:
-    """``+key=value`` words as Hydra parses them, into one config dict."""
+    """``+key=value`` words as Hydra parses them, into one config dict.
+
+    ``hydra.run.dir`` is Hydra's own key (where it logs), not Gym's: checked and left out.
+    """
     parsed = OverridesParser.create().parse_overrides([str(a) for a in argv])
+    hydra = [o for o in parsed if o.key_or_group.startswith("hydra.")]
+    assert [o.key_or_group for o in hydra] == ["hydra.run.dir"], argv
+    assert Path(hydra[0].value()).is_absolute() and not hydra[0].is_add()
+    parsed = [o for o in parsed if o not in hydra]
     assert all(o.is_add() for o in parsed), argv  # "+key": Gym's CLI adds new keys
     conf = OmegaConf.create()
     for o in parsed:
@@ -108,6 +115,44 @@ class TestGymCommands:
         policy = OmegaConf.to_container(merged.policy_model, resolve=True)
         vllm = policy["responses_api_models"]["vllm_model"]
         assert (vllm["base_url"], vllm["model"]) == ("http://node1:8000/v1", "Qwen/Qwen3.5-35B-A3B")
+
+    def test_hydra_s_run_dir_is_inside_the_output_dir(self, tmp_path):
+        """Not Hydra's default ``outputs/<date>/<time>`` in the cwd; each program its own."""
+        out = (tmp_path / "out").resolve()
+        dirs = []
+        for cmd in plan_eval(gym_eval(tmp_path)).commands:
+            parsed = OverridesParser.create().parse_overrides(list(cmd.argv[1:]))
+            (run_dir,) = [o.value() for o in parsed if o.key_or_group == "hydra.run.dir"]
+            dirs.append(Path(run_dir))
+        assert dirs == [out / "hydra/ng_run", out / "hydra/ng_collect_rollouts"]
+
+    def test_another_agent_gets_no_swe_agents_keys(self, tmp_path):
+        """--gym-agent: the collection's agent; no container, so no SWEBenchWrapperConfig keys."""
+        agent = "example_single_tool_call_simple_agent"
+        config = "resources_servers/example_single_tool_call/configs/example_single_tool_call.yaml"
+        e = gym_eval(tmp_path, gym_agent=agent, gym_config=config, container_formatter=None)
+        serve, collect = plan_eval(e).commands
+        doc = hydra_overrides(serve.argv[1:])
+        assert doc["config_paths"][0] == config and "swe_agents" not in doc
+        assert not any("container_formatter" in a for a in serve.argv)
+        assert hydra_overrides(collect.argv[1:])["agent_name"] == agent
+        merged = OmegaConf.load(_gym_root() / config)
+        assert "responses_api_agents" in merged[agent]  # an agent server of that config
+
+    def test_a_swe_agents_server_of_another_name_gets_its_keys(self, tmp_path):
+        config = "responses_api_agents/swe_agents/configs/swebench_openhands_training.yaml"
+        e = gym_eval(tmp_path, gym_agent="swe_agents_val", gym_config=config)
+        serve, collect = plan_eval(e).commands
+        doc = hydra_overrides(serve.argv[1:])
+        merged = OmegaConf.merge(
+            OmegaConf.load(_gym_root() / config),
+            {k: v for k, v in doc.items() if k != "config_paths"},
+        )
+        agent = merged.swe_agents_val.responses_api_agents.swe_agents
+        assert agent.container_formatter == SIF and agent.concurrency == 64
+        assert set(doc) == {"config_paths", "policy_base_url", "policy_api_key",
+                            "policy_model_name", "swe_agents_val"}  # fmt: skip
+        assert hydra_overrides(collect.argv[1:])["agent_name"] == "swe_agents_val"
 
     def test_graded_rollouts_are_not_run_again(self, tmp_path):
         e = gym_eval(tmp_path)
@@ -265,6 +310,11 @@ def test_an_engine_that_is_not_installed_is_an_infrastructure_error(tmp_path, ca
          r"--container-formatter must hold \{instance_id\}"),
         (["--backend", "nemo-skills", "--model", "m", "--output-dir", "o", "--cluster", "c",
           "--seeds", "0"], r"argument --seeds"),
+        (["--backend", "gym", "--model", "m", "--output-dir", "o", "--server-url", "http://h:1/v1",
+          "--gym-input", "i.jsonl", "--gym-agent", "a.b=c"],
+         r"--gym-agent 'a.b=c' is not a Gym server name"),
+        (["--backend", "gym", "--model", "m", "--output-dir", "o", "--gym-agent", "simple"],
+         r"--backend gym needs --server-url, --gym-input\n"),
         (["--backend", "nemo-skills", "--model", "m", "--output-dir", "o", "--cluster", "c",
           "--instance-ids", "django__django-99999"], r"--instance-ids not in the dataset"),
         (["--backend", "nemo-skills", "--model", "m", "--output-dir", "o", "--cluster", "c",

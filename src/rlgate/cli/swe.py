@@ -269,8 +269,20 @@ def _add_cluster_eval(e: argparse.ArgumentParser) -> None:
         help="CPU cores one instance's sandbox uses, for the CPU-hours (default 1)",
     )
     g.add_argument("--gym-input", type=Path, help="gym: SWE-bench Verified rows in Gym's format")
-    g.add_argument("--gym-config", help="gym: the swe_agents config (default: swebench_openhands)")
-    g.add_argument("--container-formatter", help="gym: .sif path template with {instance_id}")
+    g.add_argument(
+        "--gym-config",
+        help="gym: the environment's config (default: swe_agents' swebench_openhands.yaml)",
+    )
+    g.add_argument(
+        "--gym-agent",
+        default="swe_agents",
+        help="gym: the agent server in --gym-config that collects (default swe_agents)",
+    )
+    g.add_argument(
+        "--container-formatter",
+        help="gym: .sif path template with {instance_id} (a swe_agents server's; needed by "
+        "the default --gym-agent swe_agents)",
+    )
     g.add_argument("--cluster", help="nemo-skills: the cluster config ns eval submits through")
     g.add_argument(
         "--agent-framework",
@@ -580,6 +592,7 @@ def _cmd_cluster_eval(args: argparse.Namespace) -> int:
         cpus_per_instance=args.cpus_per_instance,
         gym_input=args.gym_input,
         gym_config=args.gym_config or GYM_CONFIG,
+        gym_agent=args.gym_agent,
         container_formatter=args.container_formatter,
         cluster=args.cluster,
         agent_framework=args.agent_framework,

@@ -217,6 +217,7 @@ def eval_config(e: ClusterEval) -> dict[str, Any]:
         "cpus_per_instance": e.cpus_per_instance,
         "gym_input": str(e.gym_input.resolve()) if e.gym_input else None,
         "gym_config": e.gym_config,
+        "gym_agent": e.gym_agent,
         "container_formatter": e.container_formatter,
         "cluster": e.cluster,
         "agent_framework": e.agent_framework,

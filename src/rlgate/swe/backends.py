@@ -12,6 +12,9 @@ cluster; rlgate builds their exact command lines, says what they cost, and resum
   nemo-gym's Hydra config: ``RolloutCollectionConfig`` (``nemo_gym/rollout_collection.py``)
   and ``SWEBenchWrapperConfig`` (``responses_api_agents/swe_agents/app.py``).
   ``+resume_from_cache=true`` makes Gym skip the rollouts its output file already holds.
+  Another environment is ``--gym-config`` and ``--gym-agent`` (the agent server's name in it,
+  the collection's ``+agent_name``); the swe_agents keys (``container_formatter``,
+  ``concurrency``) go only to a swe_agents server, which ``--container-formatter`` names.
 * **nemo-skills** (NVIDIA-NeMo/Skills 8b18f39): ``ns eval --benchmarks=swe-bench:N`` (typer,
   ``nemo_skills/pipeline/eval.py``; ``++`` keys are ``SweBenchGenerationConfig`` of
   ``nemo_skills/inference/eval/swebench.py``) submits through its cluster config (Slurm) and
@@ -56,9 +59,20 @@ __all__ = [
 
 GYM_AGENT = "swe_agents"
 GYM_AGENT_KEY = "swe_agents.responses_api_agents.swe_agents"
+#: An agent server's name: a top-level key of the Gym config (``+agent_name`` of the collection).
+_GYM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 GYM_CONFIG = "responses_api_agents/swe_agents/configs/swebench_openhands.yaml"
 GYM_MODEL_CONFIG = "responses_api_models/vllm_model/configs/vllm_model.yaml"
 GYM_ROLLOUTS = "rollouts.jsonl"
+#: Where Gym's two programs keep Hydra's run dir (``hydra.run.dir``; Hydra's default is
+#: ``outputs/<date>/<time>`` in the cwd, which is not the user's to write in).
+GYM_HYDRA_DIR = "hydra"
+HYDRA_FILES = (
+    "global_config.log",
+    ".hydra/config.yaml",
+    ".hydra/hydra.yaml",
+    ".hydra/overrides.yaml",
+)
 #: What ``ng_run`` prints once every server answers (nemo_gym/cli/env.py, 0.7.0); the
 #: collection connects to its head server, so it starts only after this line. The pattern
 #: means the same to Python's ``re`` and to ``grep -E`` (the launched job's script).
@@ -98,6 +112,7 @@ class ClusterEval:
     cpus_per_instance: float = 1.0  # Gym's engineering note: about one core per instance
     gym_input: Path | None = None  # Gym-format SWE-bench Verified rows (gym)
     gym_config: str = GYM_CONFIG
+    gym_agent: str = GYM_AGENT  # the agent server in gym_config that collects (+agent_name)
     container_formatter: str | None = None  # .sif path template with {instance_id}
     cluster: str | None = None  # NeMo-Skills cluster config name (nemo-skills)
     agent_framework: str = "openhands"
@@ -134,21 +149,30 @@ class ClusterEval:
         for item in self.overrides:
             if not _OVERRIDE.fullmatch(item):
                 raise SweError(f"override {item!r:.120} is not key=value (a dotted key)")
+        if not _GYM_NAME.fullmatch(self.gym_agent):
+            raise SweError(f"--gym-agent {self.gym_agent!r:.80} is not a Gym server name")
         if self.backend is Backend.GYM:
+            # swe_agents runs from .sif images; another agent (--gym-agent) may need none.
+            sif = self.gym_agent == GYM_AGENT
             missing = [
                 flag
                 for flag, value in (
                     ("--server-url", self.server_url),
                     ("--gym-input", self.gym_input),
-                    ("--container-formatter", self.container_formatter),
+                    ("--container-formatter", self.container_formatter if sif else ""),
                 )
                 if value is None
             ]
             if missing:
                 raise SweError(
                     f"--backend gym needs {', '.join(missing)}",
-                    hint="the vLLM server of the checkpoint, the Gym-format SWE-bench Verified "
-                    "rows and the .sif image template (NeMo RL's download_swe_images.py)",
+                    hint="the vLLM server of the checkpoint, the Gym-format rows"
+                    + (
+                        " of SWE-bench Verified and the .sif image template (NeMo RL's "
+                        "download_swe_images.py)"
+                        if sif
+                        else " (an instance id in responses_create_params.metadata)"
+                    ),
                 )
         if self.backend is Backend.NEMO_SKILLS and self.cluster is None:
             raise SweError(
@@ -293,8 +317,11 @@ def gym_writes(output_dir: Path) -> tuple[Path, ...]:
     """The files a Gym evaluation writes in ``output_dir``.
 
     The server's log, the rollouts and Gym's sidecars (``nemo_gym/path_utils.py`` 0.7.0:
-    ``failures_path_for``, ``materialized_path_for``; the upload spool of
-    ``rollout_collection.py``).
+    ``failures_path_for``, ``materialized_path_for``, ``aggregate_metrics_path_for``; the
+    upload spool of ``rollout_collection.py``; ``rollout_health.py::_write_reports``, run after
+    every collection: ``quality_summary.json``, ``rollout_verdicts.jsonl`` next to the rollouts);
+    Hydra's run dir of each program (its job log is named after ``nemo_gym/global_config.py``,
+    where ``@hydra.main`` is).
     """
     results = output_dir / GYM_ROLLOUTS
     return (
@@ -302,7 +329,15 @@ def gym_writes(output_dir: Path) -> tuple[Path, ...]:
         results,
         results.with_name(f"{results.stem}_failures.jsonl"),
         results.with_name(f"{results.stem}_materialized_inputs.jsonl"),
+        results.with_name(f"{results.stem}_aggregate_metrics.json"),
         results.with_name(f"{results.name}.upload.tmp"),
+        output_dir / "quality_summary.json",
+        output_dir / "rollout_verdicts.jsonl",
+        *(
+            output_dir / GYM_HYDRA_DIR / program / name
+            for program in ("ng_run", "ng_collect_rollouts")
+            for name in HYDRA_FILES
+        ),
     )
 
 
@@ -441,27 +476,38 @@ def _check_materialized(e: ClusterEval) -> None:
 
 
 def _gym_commands(e: ClusterEval) -> tuple[Command, ...]:
-    assert e.gym_input is not None and e.container_formatter is not None and e.server_url
-    extra = {"overrides": [f"+{o}" for o in e.overrides]} if e.overrides else {}
+    assert e.gym_input is not None and e.server_url
+    hydra = (e.output_dir / GYM_HYDRA_DIR).resolve()
+    extra: dict[str, Any] = {"overrides": [f"+{o}" for o in e.overrides]} if e.overrides else {}
+    swe = ""  # SWEBenchWrapperConfig's keys, for a swe_agents server only
+    if e.container_formatter is not None:
+        key = f"{e.gym_agent}.responses_api_agents.swe_agents"
+        swe = f" +{key}.container_formatter={{formatter}} +{key}.concurrency={{concurrency}}"
+        extra |= {
+            "formatter": hydra_string(
+                resolved_formatter(e.container_formatter), "--container-formatter"
+            ),
+            "concurrency": e.concurrency,
+        }
     serve = command(
         "ng_run +config_paths=[{config},{model_config}] +policy_base_url={url} "
-        "+policy_api_key=dummy +policy_model_name={model} "
-        f"+{GYM_AGENT_KEY}.container_formatter={{formatter}} "
-        f"+{GYM_AGENT_KEY}.concurrency={{concurrency}}" + (" {overrides}" if extra else ""),
+        "+policy_api_key=dummy +policy_model_name={model} hydra.run.dir={hydra}"
+        + swe
+        + (" {overrides}" if e.overrides else ""),
+        hydra=hydra_string(hydra / "ng_run", "--output-dir"),
         config=hydra_string(e.gym_config, "--gym-config"),
         model_config=hydra_string(GYM_MODEL_CONFIG, "the model config"),
         url=hydra_string(e.server_url, "--server-url"),
         model=hydra_string(e.model, "--model"),
-        formatter=hydra_string(resolved_formatter(e.container_formatter), "--container-formatter"),
-        concurrency=e.concurrency,
         error=SweError,
         **extra,
     )
     collect = command(
         "ng_collect_rollouts +agent_name={agent} +input_jsonl_fpath={input} "
         "+output_jsonl_fpath={output} +num_repeats={seeds} +num_samples_in_parallel={concurrency} "
-        "+resume_from_cache=true",
-        agent=GYM_AGENT,
+        "+resume_from_cache=true hydra.run.dir={hydra}",
+        hydra=hydra_string(hydra / "ng_collect_rollouts", "--output-dir"),
+        agent=e.gym_agent,
         input=hydra_string(e.gym_input.resolve(), "--gym-input"),
         output=hydra_string((e.output_dir / GYM_ROLLOUTS).resolve(), "--output-dir"),
         seeds=e.seeds,

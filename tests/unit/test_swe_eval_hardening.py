@@ -1,4 +1,10 @@
-"""Attack on ``rlgate swe eval`` (issue 21): each test reproduces a finding and fails today."""
+"""``rlgate swe eval`` under attack (issue 21): each test is a finding of an attack, now refused.
+
+One writer per output directory (a run here too), servers stopped when their job is killed,
+nothing written through a symlink, the rows Gym runs being the ones planned (``--instance-ids``,
+Gym's materialized inputs on a resume), a path reaching Gym literally (no Hydra interpolation),
+the images folder Gym opens being the one mounted, a manifest's sizes being integers.
+"""
 
 from __future__ import annotations
 

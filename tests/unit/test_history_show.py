@@ -141,3 +141,42 @@ def test_a_history_without_swe_runs_says_so(tmp_path: Path, capsys) -> None:
     parts = sections(out)
     assert len(run_rows(parts["check runs"])) == 1
     assert parts.get("SWE runs", [""])[0].startswith("SWE runs: none"), out
+
+
+def test_canary_and_bisection_runs_are_not_the_recipe_s_history_unless_asked(
+    tmp_path: Path, capsys
+) -> None:
+    """Without --branch: main's (and feature branches') runs only, the rest counted and named."""
+    path = str(tmp_path / "h.db")
+    healthy, broken = gate_results(Fault.HEALTHY), gate_results(Fault.REWARD_FLAT)
+    with open_store(path) as store:
+        for k in (1, 2):
+            main = nightly(k, healthy)
+            store.record(main.context, main.results)
+        for branch in ("canary/vllm-0.26.0", "bisect/r/abc..def", "pr-7"):
+            other = nightly(3, broken, branch=branch)
+            store.record(other.context, other.results)
+    code, out, err = run(["history", "show", RECIPE, "--db", path], capsys)
+    assert code == 0, err
+    rows = run_rows(sections(out)["check runs"])
+    assert [r.split()[3] for r in rows] == ["n01-checks-main", "n02-checks-main",
+                                            "n03-checks-pr-7"], rows  # fmt: skip
+    assert out.splitlines()[-1] == (
+        "not shown: 1 run(s) of bisect/r/abc..def, 1 run(s) of canary/vllm-0.26.0 "
+        "(--branch BRANCH shows them)"
+    )
+    code, out, err = run(["history", "show", RECIPE, "--db", path, "--branch",
+                          "canary/vllm-0.26.0"], capsys)  # fmt: skip
+    assert code == 0 and "not shown" not in out, err
+    assert [r.split()[3] for r in run_rows(sections(out)["check runs"])] == [
+        "n03-checks-canary/vllm-0.26.0"]  # fmt: skip
+
+
+def test_a_recipe_with_only_canary_runs_says_so(tmp_path: Path, capsys) -> None:
+    path = str(tmp_path / "h.db")
+    canary = nightly(1, gate_results(Fault.HEALTHY), branch="canary/vllm-0.26.0")
+    with open_store(path) as store:
+        store.record(canary.context, canary.results)
+    code, _, err = run(["history", "show", RECIPE, "--db", path], capsys)
+    assert code == 2 and "has only canary and bisection runs" in err, err
+    assert "1 run(s) of canary/vllm-0.26.0" in err and "Traceback" not in err

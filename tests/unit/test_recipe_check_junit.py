@@ -116,3 +116,18 @@ def test_junit_is_kept_off_the_configs(tmp_path, capsys):
     assert code == 2
     assert "refusing to write --junit" in capsys.readouterr().err
     assert config.read_text() == GOOD[0].read_text()
+
+
+def test_a_config_name_with_a_line_break_stays_one_line_in_the_classname(tmp_path, capsys):
+    """An XML attribute's line break is read back as a space: the name would change; printed,
+    a name could forge a verdict line."""
+    copied = tmp_path / "bad\nx: COMPATIBLE (0 checks).yaml"
+    copied.write_bytes(KNOWN_BAD[0].read_bytes())
+    junit = tmp_path / "r.xml"
+    main(["recipe", "check", str(copied), str(tmp_path / "gone\rx.yaml"), "-q", "--no-cache",
+          "--junit", str(junit)])  # fmt: skip
+    names = {c.classname for c in _cases(junit)}
+    assert all("\n" not in n and "\r" not in n for n in names), names
+    assert len(names) == 2 and {n.removeprefix(PREFIX)[:4] for n in names} == {"bad\\", "gone"}
+    out = capsys.readouterr().out
+    assert not any(line.startswith("x: COMPATIBLE") for line in out.splitlines()), out

@@ -88,7 +88,7 @@ def test_a_regressing_canary_is_shown_first_and_never_changes_the_verdict(
     assert after["canary"]["blocks_release"] is False and after["canary"]["regression"] is True
     assert after["canary"]["counts"] == {
         "newly-failing": 1, "newly-passing": 1, "limitation-lifted": 1, "changed": 1,
-        "added": 0, "removed": 0, "unchanged": 1,
+        "added": 0, "removed": 0, "unchanged": 1, "behaviour_changed": 0, "probe_changes": 0,
     }  # fmt: skip
     assert [t.rsplit("::", 1)[1] for t in after["canary"]["newly_failing"]] == ["test_breaks"]
     assert after["canary"]["recipes_regressed"] == ["target"]
@@ -276,3 +276,48 @@ def test_any_single_relabelling_is_refused(raw: dict, data) -> None:
     else:
         forged["recipes"][i]["regression"] = not forged["recipes"][i]["regression"]
     assert _contradictions(forged), (what, i, forged)
+
+
+def test_behaviour_and_vllm_surface_changes_are_shown_and_counted(tmp_path: Path) -> None:
+    """Real: the probes of vLLM 0.25.1 and 0.26.0 (inkling, engine args) and observations
+    that differ between two real pytest runs whose testcases all keep their verdict."""
+    from .test_canary_behaviour import _run
+
+    pinned, candidate = _run(tmp_path, "0"), _run(tmp_path, "1")
+    probes = [json.loads((DATA / f"probe-vllm-{v}.json").read_text()) for v in ("0.25.1", "0.26.0")]
+    doc = document(
+        compare([pinned], [candidate], None, None, *probes), label="vllm==0.26.0", relaxed=[],
+        environment="/cache/canary/k", pinned_junit=[PIN], candidate_junit=[CAND],
+        packages=["vllm"],
+    )  # fmt: skip
+    assert doc["behaviour"] and doc["probes"]
+    canary = _write(tmp_path / "canary.json", doc)
+    code, out = _report(tmp_path, "out", "--canary", str(canary))
+    md = (out / "report.md").read_text()
+    assert "Behaviour changes (same verdict, other parser output)" in md
+    assert 'arguments.command: "ls" -> "ls -la"' in md.replace("\\", "")
+    assert "vLLM surface changes" in md and "inkling" in md
+    assert f"{len(doc['behaviour'])} scenario(s) behaving differently" in md
+    counts = json.loads((out / "report.json").read_text())["canary"]["counts"]
+    assert (counts["behaviour_changed"], counts["probe_changes"]) == (
+        len(doc["behaviour"]), len(doc["probes"]))  # fmt: skip
+    assert code == _report(tmp_path, "plain")[0]  # informational: the verdict is the same
+
+
+@pytest.mark.parametrize(
+    ("key", "delta"),
+    [("newly-failing", 1), ("behaviour_changed", 1), ("probe_changes", -1), ("bogus", 0)],
+)
+def test_counts_that_contradict_the_listed_changes_exit_2(
+    tmp_path: Path, changed: dict, key: str, delta: int, capsys
+) -> None:
+    doc = copy.deepcopy(changed)
+    listed = {"behaviour_changed": 0, "probe_changes": 0}
+    doc["counts"][key] = max(0, doc["counts"].get(key, listed.get(key, 0)) + delta)
+    if key == "probe_changes":  # a probe change listed, the count saying none
+        doc["probes"] = [{"kind": "tool-parser", "where": "x", "added": ["a"], "removed": []}]
+        doc["counts"][key] = 0
+    canary = _write(tmp_path / "canary.json", doc)
+    code, _ = _report(tmp_path, "out", "--canary", str(canary))
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE and "contradicts itself: counts" in err, err

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from rlgate.core.junit import JunitCase, JunitSuite, write_junit, xml_text
 from rlgate.core.results import Outcome, Result, Tier
+from rlgate.core.text import one_line
 from rlgate.recipe.findings import Finding, Severity
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def _replace(case: JunitCase, **changes: object) -> JunitCase:
 
 def report_cases(report: CompatReport) -> list[JunitCase]:
     """One testcase per check of ``report``'s config (and ``setup`` for findings of none)."""
-    classname = f"{CLASSNAME}.{report.recipe.name}"
+    classname = f"{CLASSNAME}.{one_line(report.recipe.name)}"  # a file name may hold a break
     recipe = str(report.recipe.path)
     cases = [_case(c.name, classname, recipe, c, list(c.findings)) for c in report.checks]
     attributed = {id(f) for c in report.checks for f in c.findings}
@@ -89,7 +90,7 @@ def report_cases(report: CompatReport) -> list[JunitCase]:
 def unchecked_case(config: str, name: str, message: str) -> JunitCase:
     """The ``load`` testcase of a config that could not be checked (an error)."""
     result = Result(name="load", tier=Tier.FUNCTIONAL, status=Outcome.ERROR, message=message)
-    return JunitCase.of(result, classname=f"{CLASSNAME}.{name}", facts={"recipe": config})
+    return JunitCase.of(result, classname=f"{CLASSNAME}.{one_line(name)}", facts={"recipe": config})
 
 
 def recipe_check_junit(cases: list[JunitCase]) -> str:

@@ -33,7 +33,7 @@ from rlgate.cli.args import split_configs_and_overrides
 from rlgate.core.errors import EXIT_ORDER_TEXT, ExitCode, RlgateError, worst_exit_code
 from rlgate.core.extras import missing_module_error
 from rlgate.core.options import TOKENIZERS, WARNED
-from rlgate.core.text import printable
+from rlgate.core.text import one_line, printable
 from rlgate.core.versions import distribution_version, format_versions, tested_versions
 
 if TYPE_CHECKING:
@@ -322,7 +322,7 @@ def _print_report(report: CompatReport, quiet: bool) -> None:
     verdict = {"compatible": "compatible", "incompatible": "INCOMPATIBLE"}.get(
         report.status, "INCOMPLETE"
     )
-    print(f"{report.recipe.name}: {verdict} ({counts})")
+    print(f"{one_line(report.recipe.name)}: {verdict} ({counts})")
 
 
 def _cmd_recipe_check(args: argparse.Namespace) -> int:
@@ -354,7 +354,7 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
     for i, config in enumerate(configs):
         if many:
             _cli_term.shown("recipe check", i, len(configs), config)
-            print(f"== {config}")
+            print(f"== {one_line(config)}")  # a file name cannot forge a verdict line
         try:
             report = check_recipe_file(
                 config,
@@ -371,7 +371,7 @@ def _cmd_recipe_check(args: argparse.Namespace) -> int:
             print(f"rlgate: error: {message}", file=sys.stderr)
             status = "error" if code == ExitCode.INTERNAL else "invalid"
             if many:
-                print(f"{Path(config).stem}: NOT CHECKED ({status}, exit {code})")
+                print(f"{one_line(Path(config).stem)}: NOT CHECKED ({status}, exit {code})")
             docs.append(
                 {
                     "recipe": config,

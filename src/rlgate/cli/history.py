@@ -551,10 +551,25 @@ def _record_steps(args: argparse.Namespace) -> Callable[[str], None]:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from rlgate.core.text import one_line
+    from rlgate.history.model import is_bisect, is_canary
     from rlgate.history.show import render_history
 
     with open_db(args.db, create=False) as store:
         runs = store.runs(recipe=args.recipe, branch=args.branch)
+        isolated: dict[str, int] = {}
+        if args.branch is None:  # canary and bisect runs are not the recipe's history
+            for run in runs:
+                branch = run.context.branch
+                if is_canary(branch) or is_bisect(branch):
+                    isolated[branch] = isolated.get(branch, 0) + 1  # type: ignore[index]
+            runs = [r for r in runs if r.context.branch not in isolated]
+        if not runs and isolated:
+            raise RlgateError(
+                f"recipe {args.recipe!r} has only canary and bisection runs in {store.shown}"
+                f" ({one_line(_isolated(isolated))}); they are not its history",
+                hint="show them with --branch BRANCH",
+            )
         if not runs:
             recipes = sorted({r.context.recipe for r in store.runs(last=200)})
             raise RlgateError(
@@ -567,7 +582,16 @@ def _cmd_show(args: argparse.Namespace) -> int:
             runs, args.recipe, check=args.check, shown=store.shown, last=args.last
         )
         print(text, end="")
+        if isolated:
+            print(one_line(f"not shown: {_isolated(isolated)} (--branch BRANCH shows them)"))
     return ExitCode.OK
+
+
+def _isolated(counts: dict[str, int]) -> str:
+    """``3 run(s) of canary/vllm-0.26.0, 1 of bisect/...``: the branches kept out of a history."""
+    parts = [f"{n} run(s) of {b}" for b, n in sorted(counts.items())[:5]]
+    more = f", and {len(counts) - 5} other branch(es)" if len(counts) > 5 else ""
+    return ", ".join(parts) + more
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

@@ -10,7 +10,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["DATA", "FUNCTIONAL_TIER", "RECIPES", "bundled_tier_args"]
+from rlgate.core.commands import command
+
+__all__ = [
+    "BUNDLED_TIER",
+    "DATA",
+    "FUNCTIONAL_TIER",
+    "RECIPES",
+    "bundled_tier_args",
+    "bundled_tier_values",
+]
 
 #: The package-data folder.
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -18,6 +27,21 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 RECIPES = DATA / "recipes"
 #: The functional tier's test modules and conftest (``tests/functional/`` of the repository).
 FUNCTIONAL_TIER = DATA / "functional"
+
+
+#: The bundled tier's pytest words, with ``{tier}``, ``{devnull}`` and ``{root}`` to fill
+#: (:func:`bundled_tier_values`): ``rlgate run`` outside a checkout and the demo's command
+#: line (:func:`rlgate.demo.build.functional_tier_command`) share them.
+BUNDLED_TIER = (
+    "{tier} -c {devnull} --rootdir {root} --confcutdir {root} -p no:cacheprovider "
+    "-p rlgate.pytest_plugin -o junit_family=xunit1"
+)
+
+
+def bundled_tier_values() -> dict[str, str]:
+    """The values of :data:`BUNDLED_TIER`'s fields."""
+    root = str(FUNCTIONAL_TIER.parent)
+    return {"tier": str(FUNCTIONAL_TIER), "devnull": os.devnull, "root": root}
 
 
 def bundled_tier_args() -> list[str]:
@@ -28,9 +52,4 @@ def bundled_tier_args() -> list[str]:
     and test ids (JUnit classnames) are ``functional/<module>``; no cache in the package;
     the plugin (tier markers, ``--tokenizers``) loaded; JUnit xunit1 like the project's.
     """
-    root = str(FUNCTIONAL_TIER.parent)
-    return [
-        str(FUNCTIONAL_TIER),
-        *("-c", os.devnull, "--rootdir", root, "--confcutdir", root),
-        *("-p", "no:cacheprovider", "-p", "rlgate.pytest_plugin", "-o", "junit_family=xunit1"),
-    ]
+    return list(command(BUNDLED_TIER, **bundled_tier_values()).argv)

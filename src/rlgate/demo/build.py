@@ -49,7 +49,7 @@ from rlgate.core.commands import Command, command
 from rlgate.core.errors import RlgateError
 from rlgate.core.io import remove_tree, write_json_atomic, write_text_atomic
 from rlgate.core.progress import Progress, no_progress
-from rlgate.core.resources import FUNCTIONAL_TIER
+from rlgate.core.resources import BUNDLED_TIER, FUNCTIONAL_TIER, bundled_tier_values
 from rlgate.demo.history import (
     DEMO_BRANCH,
     demo_history,
@@ -116,17 +116,12 @@ def functional_tier_command(
     :func:`rlgate.core.commands.command`. ``python``: another interpreter (a canary's
     candidate environment, ``rlgate canary``) instead of this one.
     """
-    root = str(FUNCTIONAL_TIER.parent)
     values: dict[str, str] = {"select": select} if select is not None else {}
     return command(
-        "{python} -m pytest {tier} -m functional -q -c {devnull} --rootdir {root} "
-        "--confcutdir {root} -p no:cacheprovider -p rlgate.pytest_plugin "
-        "-o junit_family=xunit1 --tokenizers {tokenizers} --junitxml {junit}"
-        + (" -k {select}" if select is not None else ""),
+        f"{{python}} -m pytest {BUNDLED_TIER} -m functional -q --tokenizers {{tokenizers}} "
+        "--junitxml {junit}" + (" -k {select}" if select is not None else ""),
         python=python or sys.executable,
-        tier=FUNCTIONAL_TIER,
-        devnull=os.devnull,
-        root=root,
+        **bundled_tier_values(),
         tokenizers=Path(tokenizers).resolve(),
         junit=junit.resolve(),
         **values,

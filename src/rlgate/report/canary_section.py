@@ -47,6 +47,8 @@ MAX_DETAIL = 20_000
 MAX_ITEMS = 100_000
 #: Changed testcases the section lists by name (the rest are counted; all are in the JSON).
 SHOWN = 200
+#: Differences shown per behaviour change (all are in the JSON).
+SHOWN_DIFFS = 5
 
 KINDS = ("newly-failing", "newly-passing", "limitation-lifted", "changed", "added", "removed")
 STATES = ("pass", "fail", "error", "skip", "xfail", "xpass-strict")
@@ -84,6 +86,28 @@ class CanaryRecipe(_Doc):
     regression: StrictBool
 
 
+class CanaryBehaviour(_Doc):
+    """A scenario whose observation (what the real parsers returned) differs."""
+
+    test: Name
+    differences: Annotated[list[Annotated[str, Field(max_length=MAX_DETAIL)]],
+                           Field(min_length=1, max_length=1000)]  # fmt: skip
+
+
+class CanaryProbe(_Doc):
+    """Names one stack's vLLM registers or accepts that the other does not."""
+
+    kind: Short
+    where: Annotated[LineText, Field(max_length=MAX_NAME)]
+    added: Annotated[list[Name], Field(max_length=10_000)] = []
+    removed: Annotated[list[Name], Field(max_length=10_000)] = []
+
+
+#: ``counts`` entries besides the testcase kinds, and what each counts in the document.
+_COUNTED = {"recipes_changed": "recipes", "behaviour_changed": "behaviour",
+            "probe_changes": "probes"}  # fmt: skip
+
+
 class CanaryDoc(_Doc):
     """``rlgate canary --json``, validated."""
 
@@ -98,6 +122,11 @@ class CanaryDoc(_Doc):
     unchanged: Annotated[StrictInt, Field(ge=0)]
     tests: Annotated[list[CanaryTest], Field(max_length=MAX_ITEMS)] = []
     recipes: Annotated[list[CanaryRecipe], Field(max_length=MAX_ITEMS)] = []
+    counts: Annotated[dict[Short, Annotated[StrictInt, Field(ge=0)]], Field(max_length=100)] = {}
+    behaviour: Annotated[list[CanaryBehaviour], Field(max_length=MAX_ITEMS)] = []
+    probes: Annotated[list[CanaryProbe], Field(max_length=1000)] = []
+    notes: Annotated[list[Annotated[str, Field(max_length=MAX_DETAIL)]],
+                     Field(max_length=1000)] = []  # fmt: skip
 
     def contradictions(self) -> list[str]:
         """What the document says that its own entries contradict.
@@ -123,6 +152,16 @@ class CanaryDoc(_Doc):
             if r.regression != recipe_regressed(r.pinned, r.candidate):
                 out.append(f"recipes[{i}] ({one_line(r.recipe)[:80]}): regression is "
                            f"{r.regression} for {r.pinned} -> {r.candidate}")  # fmt: skip
+        for key, n in self.counts.items():  # what it counts, where it says so
+            if key in KINDS:
+                listed_n = sum(t.kind == key for t in self.tests)
+            elif key in _COUNTED:
+                listed_n = len(getattr(self, _COUNTED[key]))
+            else:
+                out.append(f"counts has an unknown entry {one_line(key)[:80]!r}")
+                continue
+            if n != listed_n:
+                out.append(f"counts.{key} is {n} but it lists {listed_n}")
         listed = any(t.regression for t in self.tests) or any(r.regression for r in self.recipes)
         if self.regression != listed:
             out.append(f"regression is {self.regression} but it lists {'a' if listed else 'no'} "
@@ -149,7 +188,12 @@ class CanarySection:
             "branch": d.branch,
             "blocks_release": False,
             "regression": d.regression,
-            "counts": {k: self.count(k) for k in KINDS} | {"unchanged": d.unchanged},
+            "counts": {k: self.count(k) for k in KINDS}
+            | {
+                "unchanged": d.unchanged,
+                "behaviour_changed": len(d.behaviour),
+                "probe_changes": len(d.probes),
+            },
             "newly_failing": [t.test for t in d.tests if t.kind == "newly-failing"],
             "recipes_regressed": [r.recipe for r in d.recipes if r.regression],
         }
@@ -214,6 +258,8 @@ def canary_report_section(report: ReleaseReport) -> Section | None:
         f"{canary.count('added') + canary.count('removed')} added or removed",
         f"{sum(r.regression for r in d.recipes)} recipe(s) regressed",
         f"{d.unchanged} testcases unchanged",
+        f"{len(d.behaviour)} scenario(s) behaving differently",
+        f"{len(d.probes)} vLLM surface change(s)",
     ]
     blocks.append(Paragraph(Own("Testcases: " + ", ".join(counts) + ".")))
     if d.relaxed:
@@ -286,6 +332,39 @@ def canary_report_section(report: ReleaseReport) -> Section | None:
                 (Table(("change", "what", "pin -> candidate", "detail"), tuple(rows)),),
             )
         )
+    if d.behaviour:
+        rows = [
+            Row((Code(b.test), clip_text(one_line("; ".join(b.differences[:SHOWN_DIFFS])))))
+            for b in d.behaviour[:SHOWN]
+        ]
+        if len(d.behaviour) > SHOWN:
+            rows.append(Row((Own(f"... and {len(d.behaviour) - SHOWN} more"), Own(""))))
+        subsections.append(
+            Section(
+                Own("Behaviour changes (same verdict, other parser output)"),
+                (Table(("scenario", "pin -> candidate"), tuple(rows)),),
+            )
+        )
+    if d.probes:
+        rows = [
+            Row(
+                (
+                    Own(p.kind),
+                    p.where,
+                    clip_text(", ".join(p.added)) if p.added else Own("-"),
+                    clip_text(", ".join(p.removed)) if p.removed else Own("-"),
+                )
+            )
+            for p in d.probes
+        ]
+        subsections.append(
+            Section(
+                Own("vLLM surface changes (registries, engine arguments, serving keys)"),
+                (Table(("kind", "where", "added", "removed"), tuple(rows)),),
+            )
+        )
+    if d.notes:
+        blocks.append(Paragraph((Own("Notes: "), clip_text(one_line("; ".join(d.notes))))))
     if not d.tests and not d.recipes:
         blocks.append(Paragraph(Own("No testcase and no recipe verdict changed.")))
     return Section(

@@ -441,6 +441,18 @@ MUTATIONS: dict[str, list[tuple[list[str], str, str]]] = {
             "refit_transport 'nccl'",
         )
     ],
+    "nixl-expert-shard-eplb": [
+        (
+            [
+                "++policy.generation.refit_transport=nixl",
+                "++policy.generation.refit_cfg.nixl.shard_expert_weights=true",
+                "++policy.generation.vllm_kwargs.enable_eplb=true",
+                "policy.generation.vllm_cfg.expert_parallel_size=4",
+            ],
+            "policy.generation.vllm_kwargs.enable_eplb",
+            "enable_eplb with NIXL shard_expert_weights and vLLM EP 4",
+        )
+    ],
     "refit-transport-backend": [
         (
             ["policy.generation.backend=megatron", "++policy.generation.refit_transport=nixl"],

@@ -233,6 +233,17 @@ STARTUP_MUTATIONS = [
         f"{OVR}.account_for_loss_in_pipeline_split",
     ),
     (
+        "nixl-expert-shard-eplb",
+        SWE_NIGHTLY,
+        [
+            "++policy.generation.refit_transport=nixl",
+            "++policy.generation.refit_cfg.nixl.shard_expert_weights=true",
+            "++policy.generation.vllm_kwargs.enable_eplb=true",
+            "policy.generation.vllm_cfg.expert_parallel_size=2",
+        ],
+        "policy.generation.vllm_kwargs.enable_eplb",
+    ),
+    (
         "grpo-thinking-tags",
         SWE_NIGHTLY,
         [

@@ -233,6 +233,14 @@ STARTUP_MUTATIONS = [
         f"{OVR}.account_for_loss_in_pipeline_split",
     ),
     (
+        "megatron-model-overrides-field",
+        SWE_NIGHTLY,
+        [
+            f"++{OVR}.moe_router_topk_scaling=2.0"
+        ],  # Megatron's field is moe_router_topk_scaling_factor
+        f"{OVR}.moe_router_topk_scaling",
+    ),
+    (
         "nixl-expert-shard-eplb",
         SWE_NIGHTLY,
         [

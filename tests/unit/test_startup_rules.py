@@ -735,6 +735,13 @@ MUTATIONS |= {
             "(reshard) and virtual_pipeline_model_parallel_size=2",
         ),
     ],
+    "megatron-model-overrides-field": [
+        (
+            [f"++{OVERRIDES}.num_layer=40"],  # Megatron's field is num_layers
+            f"{OVERRIDES}.num_layer",
+            "model_overrides.num_layer is a field of no Megatron Bridge model provider",
+        )
+    ],
     "megatron-model-overrides-conflict": [
         (
             [f"++{OVERRIDES}.sequence_parallel=false"],

@@ -146,6 +146,13 @@ MUTATIONS = {
         "with a quantized checkpoint (fp8) on a MoE model (128 experts): the expert weight "
         "layout needs unquantized Triton",
     ),
+    "nixl-expert-shard-moe-backend": (
+        [*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"],
+        {},
+        "policy.generation.vllm_kwargs.moe_backend",
+        "with moe_backend 'auto': vLLM tries FlashInfer before Triton on CUDA GPUs other than "
+        "Hopper",
+    ),
     "nccl-reshard-layer-split": (
         [*RESHARD, f"{MCFG}.pipeline_model_parallel_size=5"],
         {},
@@ -359,7 +366,10 @@ def test_nixl_sharded_expert_refit_refuses_quantized_weights(
 @pytest.mark.parametrize(
     ("overrides", "changes"),
     [
-        ([*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"], {}),  # the GPU decides
+        (  # the GPU decides: nixl-expert-shard-moe-backend warns
+            [*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"],
+            {},
+        ),
         ([*NIXL_SHARD], {**DENSE, "quantization_config": {"quant_method": "awq"}}),  # no experts
         ([*NIXL_SHARD, "++policy.generation.vllm_kwargs.quantization=awq"], DENSE),
         (  # NeMo RL clears a GPT-OSS checkpoint's quantization (vllm_worker.py::_load_model)
@@ -422,3 +432,38 @@ def test_vllm_registry_rules_resolve_the_architecture_as_vllm_does(
 ):
     found = _model(_copy(coder, tmp_path, **changes), overrides).findings
     assert [f.code for f in found] == ([code] if code else []), found
+
+
+@pytest.mark.parametrize(
+    ("overrides", "changes"),
+    [
+        ([*NIXL_SHARD], {}),  # the recipe's moe_backend: triton
+        ([*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"], NO_EXPERTS),
+        (  # quantized: the error of nixl-expert-shard-quantized instead
+            [*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"],
+            FP8_CHECKPOINT,
+        ),
+        (  # LoRA makes vLLM use Triton (select_unquantized_moe_backend)
+            [
+                *NIXL_SHARD,
+                "policy.generation.vllm_kwargs.moe_backend=auto",
+                "++policy.generation.vllm_kwargs.enable_lora=true",
+            ],
+            {},
+        ),
+        (  # GPT-OSS's SWIGLUOAI activation puts FlashInfer after Triton
+            [*NIXL_SHARD, "~policy.generation.vllm_kwargs.moe_backend"],
+            {"architectures": ["GptOssForCausalLM"]},
+        ),
+    ],
+)
+def test_auto_moe_backend_warning_only_where_the_gpu_decides(coder, tmp_path, overrides, changes):
+    found = _model(_copy(coder, tmp_path, **changes), overrides).findings
+    assert [f for f in found if f.code == "nixl-expert-shard-moe-backend"] == [], found
+
+
+def test_auto_moe_backend_is_a_warning_also_when_unset(coder):
+    found = _model(coder.parent, [*NIXL_SHARD, "~policy.generation.vllm_kwargs.moe_backend"])
+    assert [(f.code, f.severity.value) for f in found.findings] == [
+        ("nixl-expert-shard-moe-backend", "warning")
+    ]

@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterator
 
 from rlgate.checks.startup import VLLM, Config, Source, Violation, model_rule
+from rlgate.recipe.findings import Severity
 from rlgate.serving.model_config import ModelConfig, VllmArchitecture, vllm_architecture
 
 VCFG = "policy.generation.vllm_cfg"
@@ -495,3 +496,41 @@ def nixl_expert_shard_quantized(cfg: Config, model: ModelConfig) -> Iterator[Vio
             f"NIXL shard_expert_weights with moe_backend {backend!r} on a MoE model "
             f"({model.experts} experts): the expert weight layout needs the Triton kernel",
         )
+
+
+def _auto_moe_backend(cfg: Config) -> bool:
+    """NIXL sharded expert refit leaving vLLM's unquantized MoE kernel to vLLM (auto)."""
+    backend = cfg.str(f"{VKW}.moe_backend", "auto")
+    auto = backend is not None and backend.lower().replace("-", "_") in ("auto", "humming")
+    return _nixl_sharded(cfg) and auto and not cfg.on(f"{VKW}.enable_lora")
+
+
+@model_rule(
+    "nixl-expert-shard-moe-backend",
+    Source(REFIT_LOADER, EXPERT_LAYOUT, "canonical unquantized Triton", "raises ValueError"),
+    when=_auto_moe_backend,
+    insist=False,  # nixl-expert-shard-quantized insists on the same config side
+    severity=Severity.WARNING,
+)
+def nixl_expert_shard_moe_backend(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """NIXL sharded expert refit on a MoE model with ``moe_backend`` auto: the GPU decides.
+
+    vLLM's unquantized MoE oracle (``fused_moe/oracle/unquantized.py::_get_priority_backends``)
+    tries FlashInfer TRTLLM and CUTLASS before Triton on CUDA GPUs other than Hopper (SM90),
+    except for GPT-OSS's SWIGLUOAI activation; the sharded layout refuses any but Triton.
+    A quantized model is ``nixl-expert-shard-quantized`` (an error whatever the kernel).
+    """
+    quantized = (
+        cfg.str(f"{VCFG}.precision") == "fp8"
+        or isinstance(cfg.get(f"{VKW}.quantization"), str)
+        or (model.quantized and not any(a in CLEARED_QUANT for a in model.architectures))
+    )
+    if not model.experts or quantized or "GptOssForCausalLM" in model.architectures:
+        return
+    yield Violation(
+        f"{VKW}.moe_backend",
+        f"NIXL shard_expert_weights on a MoE model ({model.experts} experts) with moe_backend "
+        f"{cfg.str(f'{VKW}.moe_backend', 'auto')!r}: vLLM tries FlashInfer before Triton on "
+        "CUDA GPUs other than Hopper, which the expert weight layout refuses; set "
+        "vllm_kwargs.moe_backend: triton",
+    )

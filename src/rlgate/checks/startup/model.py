@@ -422,7 +422,9 @@ def vllm_mm_torch_shm(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
 
 REFIT_LOADER = "nemo_rl/models/generation/vllm/refit_loader.py"
 EXPERT_LAYOUT = "VllmShardedExpertRefitMixin._checkpoint_engine_weight_layout"
-TRITON_MOE = ("auto", "triton", "humming")  # humming falls back to auto on unquantized MoE
+# The other unquantized MoE kernels vLLM takes (oracle/unquantized.py::map_unquantized_backend;
+# vLLM refuses any other value for an unquantized model itself, "humming" falls back to auto).
+NON_TRITON_MOE = ("flashinfer_trtllm", "flashinfer_cutlass", "aiter")
 CLEARED_QUANT = ("GptOssForCausalLM", "Mistral3ForConditionalGeneration")  # _load_model
 
 
@@ -490,7 +492,7 @@ def nixl_expert_shard_quantized(cfg: Config, model: ModelConfig) -> Iterator[Vio
         )
         return
     backend = cfg.str(f"{VKW}.moe_backend")
-    if backend is not None and backend.lower().replace("-", "_") not in TRITON_MOE:
+    if backend is not None and backend.lower().replace("-", "_") in NON_TRITON_MOE:
         yield Violation(
             f"{VKW}.moe_backend",
             f"NIXL shard_expert_weights with moe_backend {backend!r} on a MoE model "

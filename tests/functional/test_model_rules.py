@@ -35,6 +35,12 @@ OFFLOAD = [
     f"++{MCFG}.offload_modules=[expert_fc1,core_attn]",
 ]
 RESHARD = ["++policy.generation.refit_transport=nccl_reshard"]
+NIXL_SHARD = [
+    "++policy.generation.refit_transport=nixl",
+    "++policy.generation.refit_cfg.nixl.shard_expert_weights=true",
+]
+FP8_CHECKPOINT = {"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
+QWEN35 = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe"}
 NO_EXPERTS = {"num_experts": None, "num_experts_per_tok": None, "moe_intermediate_size": None}
 
 
@@ -119,6 +125,33 @@ MUTATIONS = {
         {"moe_intermediate_size": 770},
         f"{VCFG}.tensor_parallel_size",
         "the model's moe_intermediate_size 770 is not divisible by 4",
+    ),
+    "vllm-pp-architecture": (
+        [f"{VCFG}.pipeline_parallel_size=2"],
+        {"architectures": ["Gemma3nForCausalLM"], "model_type": "gemma3n_text"},
+        f"{VCFG}.pipeline_parallel_size",
+        "pipeline_parallel_size 2 on Gemma3nForCausalLM, whose vLLM 0.25.1 implementation does "
+        "not support pipeline parallelism",
+    ),
+    "vllm-mm-torch-shm": (
+        ["++policy.generation.vllm_kwargs.mm_tensor_ipc=torch_shm"],
+        QWEN35,
+        "policy.generation.vllm_kwargs.mm_tensor_ipc",
+        "torch_shm' on the multimodal Qwen3_5MoeForConditionalGeneration with 4 GPUs per vLLM",
+    ),
+    "nixl-expert-shard-quantized": (
+        NIXL_SHARD,
+        FP8_CHECKPOINT,
+        "policy.model_name",
+        "with a quantized checkpoint (fp8) on a MoE model (128 experts): the expert weight "
+        "layout needs unquantized Triton",
+    ),
+    "nixl-expert-shard-moe-backend": (
+        [*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"],
+        {},
+        "policy.generation.vllm_kwargs.moe_backend",
+        "with moe_backend 'auto': vLLM tries FlashInfer before Triton on CUDA GPUs other than "
+        "Hopper",
     ),
     "nccl-reshard-layer-split": (
         [*RESHARD, f"{MCFG}.pipeline_model_parallel_size=5"],
@@ -282,3 +315,155 @@ def test_without_config_json_ordinary_rules_are_named_not_run_and_do_not_block(t
     assert status.status == "not-applicable" and report.exit_code == 0
     assert "vllm-heads-tp" in status.reason and "vllm-max-model-len" in status.reason
     assert "not run" in status.reason
+
+
+DENSE = {**NO_EXPERTS, "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "changes", "key", "fragment", "source"),
+    [
+        (  # MoE: the layout each vLLM rank advertises refuses quantized expert layers
+            [*NIXL_SHARD, f"{VCFG}.precision=fp8"],
+            {},
+            f"{VCFG}.precision",
+            "precision 'fp8' on a MoE model (128 experts)",
+            0,
+        ),
+        (
+            [*NIXL_SHARD, "++policy.generation.vllm_kwargs.quantization=awq"],
+            {},
+            "policy.generation.vllm_kwargs.quantization",
+            "vllm_kwargs.quantization 'awq' on a MoE model",
+            0,
+        ),
+        (
+            [*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=flashinfer_cutlass"],
+            {},
+            "policy.generation.vllm_kwargs.moe_backend",
+            "moe_backend 'flashinfer_cutlass' on a MoE model (128 experts)",
+            0,
+        ),
+        (  # dense: no expert layer to advertise, but the first refit refuses fp8
+            [*NIXL_SHARD, f"{VCFG}.precision=fp8"],
+            DENSE,
+            f"{VCFG}.precision",
+            "refuses an fp8 vLLM model at its first refit",
+            1,
+        ),
+        ([*NIXL_SHARD], {**DENSE, **FP8_CHECKPOINT}, "policy.model_name", "(fp8)", 1),
+    ],
+)
+def test_nixl_sharded_expert_refit_refuses_quantized_weights(
+    coder, tmp_path, overrides, changes, key, fragment, source
+):
+    found = _model(_copy(coder, tmp_path, **changes), overrides).findings
+    rule = next(r for r in model_rules() if r.code == "nixl-expert-shard-quantized")
+    assert [(f.code, f.key) for f in found] == [("nixl-expert-shard-quantized", key)], found
+    assert fragment in found[0].message and rule.sources[source].cites in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("overrides", "changes"),
+    [
+        (  # the GPU decides: nixl-expert-shard-moe-backend warns
+            [*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"],
+            {},
+        ),
+        ([*NIXL_SHARD], {**DENSE, "quantization_config": {"quant_method": "awq"}}),  # no experts
+        ([*NIXL_SHARD, "++policy.generation.vllm_kwargs.quantization=awq"], DENSE),
+        (  # NeMo RL clears a GPT-OSS checkpoint's quantization (vllm_worker.py::_load_model)
+            [*NIXL_SHARD, f"++{VCFG}.load_format=dummy"],
+            {
+                "architectures": ["GptOssForCausalLM"],
+                "quantization_config": {"quant_method": "mxfp4"},
+            },
+        ),
+        ([f"{VCFG}.precision=fp8"], {}),  # no sharded expert refit
+    ],
+)
+def test_nixl_sharded_expert_refit_accepts(coder, tmp_path, overrides, changes):
+    found = _model(_copy(coder, tmp_path, **changes), overrides).findings
+    assert [f for f in found if f.code == "nixl-expert-shard-quantized"] == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "changes", "code"),
+    [
+        ([f"{VCFG}.pipeline_parallel_size=2"], QWEN35, None),  # Qwen3.5 supports PP in vLLM
+        ([f"{VCFG}.pipeline_parallel_size=2"], {"architectures": ["NoSuchForCausalLM"]}, None),
+        (  # vLLM's Transformers backend resolves another class: not decided here
+            [
+                f"{VCFG}.pipeline_parallel_size=2",
+                "++policy.generation.vllm_kwargs.model_impl=transformers",
+            ],
+            {"architectures": ["Gemma3nForCausalLM"]},
+            None,
+        ),
+        (  # hf_overrides.architectures is what vLLM resolves
+            [
+                f"{VCFG}.pipeline_parallel_size=2",
+                "++policy.generation.vllm_kwargs.hf_overrides={architectures:[Gemma3nForCausalLM]}",
+            ],
+            {},
+            "vllm-pp-architecture",
+        ),
+        (  # torch_shm with one GPU per engine is allowed
+            [
+                f"{VCFG}.tensor_parallel_size=1",
+                "++policy.generation.vllm_kwargs.mm_tensor_ipc=torch_shm",
+            ],
+            QWEN35,
+            None,
+        ),
+        (  # the data-parallel engines count too (world_size_across_dp)
+            [
+                f"{VCFG}.tensor_parallel_size=1",
+                "++policy.generation.vllm_kwargs.mm_tensor_ipc=torch_shm",
+                "++policy.generation.vllm_kwargs.data_parallel_size=2",
+            ],
+            QWEN35,
+            "vllm-mm-torch-shm",
+        ),
+    ],
+)
+def test_vllm_registry_rules_resolve_the_architecture_as_vllm_does(
+    coder, tmp_path, overrides, changes, code
+):
+    found = _model(_copy(coder, tmp_path, **changes), overrides).findings
+    assert [f.code for f in found] == ([code] if code else []), found
+
+
+@pytest.mark.parametrize(
+    ("overrides", "changes"),
+    [
+        ([*NIXL_SHARD], {}),  # the recipe's moe_backend: triton
+        ([*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"], NO_EXPERTS),
+        (  # quantized: the error of nixl-expert-shard-quantized instead
+            [*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"],
+            FP8_CHECKPOINT,
+        ),
+        (  # LoRA makes vLLM use Triton (select_unquantized_moe_backend)
+            [
+                *NIXL_SHARD,
+                "policy.generation.vllm_kwargs.moe_backend=auto",
+                "++policy.generation.vllm_kwargs.enable_lora=true",
+            ],
+            {},
+        ),
+        (  # GPT-OSS's SWIGLUOAI activation puts FlashInfer after Triton
+            [*NIXL_SHARD, "~policy.generation.vllm_kwargs.moe_backend"],
+            {"architectures": ["GptOssForCausalLM"]},
+        ),
+    ],
+)
+def test_auto_moe_backend_warning_only_where_the_gpu_decides(coder, tmp_path, overrides, changes):
+    found = _model(_copy(coder, tmp_path, **changes), overrides).findings
+    assert [f for f in found if f.code == "nixl-expert-shard-moe-backend"] == [], found
+
+
+def test_auto_moe_backend_is_a_warning_also_when_unset(coder):
+    found = _model(coder.parent, [*NIXL_SHARD, "~policy.generation.vllm_kwargs.moe_backend"])
+    assert [(f.code, f.severity.value) for f in found.findings] == [
+        ("nixl-expert-shard-moe-backend", "warning")
+    ]

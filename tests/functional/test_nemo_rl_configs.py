@@ -233,6 +233,25 @@ STARTUP_MUTATIONS = [
         f"{OVR}.account_for_loss_in_pipeline_split",
     ),
     (
+        "megatron-model-overrides-field",
+        SWE_NIGHTLY,
+        [
+            f"++{OVR}.moe_router_topk_scaling=2.0"
+        ],  # Megatron's field is moe_router_topk_scaling_factor
+        f"{OVR}.moe_router_topk_scaling",
+    ),
+    (
+        "nixl-expert-shard-eplb",
+        SWE_NIGHTLY,
+        [
+            "++policy.generation.refit_transport=nixl",
+            "++policy.generation.refit_cfg.nixl.shard_expert_weights=true",
+            "++policy.generation.vllm_kwargs.enable_eplb=true",
+            "policy.generation.vllm_cfg.expert_parallel_size=2",
+        ],
+        "policy.generation.vllm_kwargs.enable_eplb",
+    ),
+    (
         "grpo-thinking-tags",
         SWE_NIGHTLY,
         [

@@ -441,6 +441,18 @@ MUTATIONS: dict[str, list[tuple[list[str], str, str]]] = {
             "refit_transport 'nccl'",
         )
     ],
+    "nixl-expert-shard-eplb": [
+        (
+            [
+                "++policy.generation.refit_transport=nixl",
+                "++policy.generation.refit_cfg.nixl.shard_expert_weights=true",
+                "++policy.generation.vllm_kwargs.enable_eplb=true",
+                "policy.generation.vllm_cfg.expert_parallel_size=4",
+            ],
+            "policy.generation.vllm_kwargs.enable_eplb",
+            "enable_eplb with NIXL shard_expert_weights and vLLM EP 4",
+        )
+    ],
     "refit-transport-backend": [
         (
             ["policy.generation.backend=megatron", "++policy.generation.refit_transport=nixl"],
@@ -722,6 +734,13 @@ MUTATIONS |= {
             f"{OVERRIDES}.virtual_pipeline_model_parallel_size",
             "(reshard) and virtual_pipeline_model_parallel_size=2",
         ),
+    ],
+    "megatron-model-overrides-field": [
+        (
+            [f"++{OVERRIDES}.num_layer=40"],  # Megatron's field is num_layers
+            f"{OVERRIDES}.num_layer",
+            "model_overrides.num_layer is a field of no Megatron Bridge model provider",
+        )
     ],
     "megatron-model-overrides-conflict": [
         (

@@ -13,11 +13,18 @@ No transformers ``AutoConfig``: a field the file does not write is absent (``Non
 transformers' class default, so a rule says nothing about it. Multimodal configs that nest
 the language model under ``text_config`` (Qwen3.5, Gemma3) are read as vLLM's
 ``get_hf_text_config`` does: the text fields from ``text_config``.
+
+What vLLM's model registry knows of an architecture (pipeline parallelism, multimodality) is
+read from ``rlgate/data/vllm_architectures.json`` (:func:`vllm_architecture`), a table
+``tools/vllm_architectures.py`` writes from the installed vLLM: ``recipe check`` does not
+import vLLM.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +32,18 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationErro
 
 from rlgate.core.errors import RecipeError
 from rlgate.core.io import read_json, require_regular_file
+from rlgate.core.resources import DATA
 from rlgate.core.validate import problems
 from rlgate.serving.templates import tokenizer_folder
 
-__all__ = ["ModelConfig", "TextConfig", "find_model_config", "load_model_config"]
+__all__ = [
+    "ModelConfig",
+    "TextConfig",
+    "VllmArchitecture",
+    "find_model_config",
+    "load_model_config",
+    "vllm_architecture",
+]
 
 MAX_CONFIG_BYTES = 4 * 2**20  # a model's config.json is a few KB
 
@@ -85,6 +100,7 @@ class ModelConfig:
     architectures: tuple[str, ...]
     text: TextConfig
     quantized: bool  # writes a quantization_config (NeMo RL's vllm_worker tests its presence)
+    quant_method: str | None = None  # its quantization_config's quant_method
 
     @property
     def experts(self) -> int | None:
@@ -151,13 +167,52 @@ def load_model_config(path: str | Path) -> ModelConfig:
         text = TextConfig.model_validate(top.text_config) if top.text_config else top
     except ValidationError as exc:
         raise RecipeError(f"{file}: model config: {problems(exc)}") from exc
+    quant = raw.get("quantization_config")
+    method = quant.get("quant_method") if isinstance(quant, dict) else None
     return ModelConfig(
         str(file),
         top.model_type,
         tuple(top.architectures or ()),
         text,
         "quantization_config" in raw,
+        method if isinstance(method, str) else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class VllmArchitecture:
+    """One architecture of vLLM's model registry, as ``_ModelInfo`` records it."""
+
+    name: str
+    pp: bool  # ModelRegistry.is_pp_supported_model: the class implements SupportsPP
+    multimodal: bool  # ModelRegistry.is_multimodal_model: vLLM builds a multimodal_config
+    vllm: str  # the vLLM version the table was written from
+
+
+@cache
+def _vllm_table() -> dict[str, object]:
+    table = json.loads((DATA / "vllm_architectures.json").read_text())
+    return table if isinstance(table, dict) else {}
+
+
+def vllm_architecture(architectures: tuple[str, ...] | list[str]) -> VllmArchitecture | None:
+    """The registry entry vLLM resolves ``architectures`` to, or None when it is not known.
+
+    As ``_ModelRegistry.inspect_model_cls`` with ``model_impl`` auto, for the first
+    architecture (the one a ``config.json`` names; vLLM would go on to the next only when the
+    registry lacks it). None when the table lacks it (vLLM may then map it to a base
+    architecture, ``_normalize_arch``, or try its Transformers backend) or when its class could
+    not be inspected where the table was written.
+    """
+    table = _vllm_table()
+    known = table.get("architectures")
+    if not architectures or not isinstance(known, dict):
+        return None
+    info = known.get(architectures[0])
+    if not isinstance(info, dict):
+        return None
+    pp, mm = info.get("pp"), info.get("multimodal")
+    return VllmArchitecture(architectures[0], pp is True, mm is True, str(table.get("vllm")))
 
 
 def _hf_cache(model_id: str) -> str | None:

@@ -451,6 +451,49 @@ def nixl_worker_cls(cfg: Config) -> Iterator[Violation]:
         )
 
 
+EPLB = f"{GEN}.vllm_kwargs.enable_eplb"
+
+
+@rule(
+    "nixl-expert-shard-eplb",
+    Source(
+        "nemo_rl/models/generation/vllm/refit_loader.py",
+        "VllmShardedExpertRefitMixin._checkpoint_engine_weight_layout",
+        "enable_eplb",
+        "raises RuntimeError",
+    ),
+)
+def nixl_expert_shard_eplb(cfg: Config) -> Iterator[Violation]:
+    """NIXL sharded expert refit with vLLM's dynamic expert load balancing (EPLB) under EP.
+
+    vLLM's ``ParallelConfig.__post_init__`` allows EPLB only with expert parallelism over
+    more than one GPU, which is when its MoE layers run EP (``FusedMoEParallelConfig.make``:
+    ``use_ep``); a dense model with EP is refused earlier (``vllm-ep-dense``).
+    """
+    sizes, kw = _sizes(cfg), f"{GEN}.vllm_kwargs"
+    dp, pcp = (
+        cfg.int(f"{kw}.data_parallel_size", 1),
+        cfg.int(f"{kw}.prefill_context_parallel_size", 1),
+    )
+    if (
+        not _vllm(cfg)
+        or cfg.str(f"{GEN}.refit_transport") != "nixl"
+        or not cfg.on(f"{GEN}.refit_cfg.nixl.shard_expert_weights")
+        or not cfg.on(EPLB)
+        or sizes is None
+        or dp is None
+        or pcp is None
+    ):
+        return
+    tp, _, ep = sizes
+    if ep > 1 and tp * dp * pcp > 1:
+        yield Violation(
+            EPLB,
+            f"vllm_kwargs.enable_eplb with NIXL shard_expert_weights and vLLM EP {ep}: expert "
+            "ownership can move after the layout is exchanged",
+        )
+
+
 VIDEO = "materialize_vllm_video_config"
 
 

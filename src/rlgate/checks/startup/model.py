@@ -10,12 +10,15 @@ stages for ``nccl_reshard`` refit. Each rule's ``when`` is the config side of it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from rlgate.checks.startup import VLLM, Config, Source, Violation, model_rule
-from rlgate.serving.model_config import ModelConfig
+from rlgate.recipe.findings import Severity
+from rlgate.serving.model_config import ModelConfig, VllmArchitecture, vllm_architecture
 
 VCFG = "policy.generation.vllm_cfg"
+VKW = "policy.generation.vllm_kwargs"
 MCFG = "policy.megatron_cfg"
 VLLM_MODEL = "vllm/config/model.py"
 
@@ -334,3 +337,202 @@ def nixl_expert_shard_tp(cfg: Config, model: ModelConfig) -> Iterator[Violation]
             f"NIXL shard_expert_weights with vLLM TP {tp} and no EP: the model's "
             f"moe_intermediate_size {size} is not divisible by {tp}",
         )
+
+
+def _vllm_arch(cfg: Config, model: ModelConfig) -> VllmArchitecture | None:
+    """The vLLM registry entry the engine resolves the model to (None: not decided here).
+
+    ``vllm_kwargs.hf_overrides.architectures`` replaces the file's; a ``model_impl`` other
+    than auto/vllm (the Transformers or Terratorch backend) resolves another class.
+    """
+    if cfg.str(f"{VKW}.model_impl", "auto") not in ("auto", "vllm"):
+        return None
+    override = cfg.get(f"{VKW}.hf_overrides.architectures")
+    archs = override if isinstance(override, list) else list(model.architectures)
+    return vllm_architecture([a for a in archs if isinstance(a, str)])
+
+
+@model_rule(
+    "vllm-pp-architecture",
+    Source(
+        VLLM_MODEL,
+        "ModelConfig.verify_with_parallel_config",
+        "is_pp_supported_model",
+        "raises NotImplementedError",
+        repo=VLLM,
+    ),
+    when=lambda cfg: _vllm_size(cfg, "pipeline_parallel_size") is not None,
+)
+def vllm_pp_architecture(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Pipeline parallelism in vLLM on an architecture whose vLLM class lacks ``SupportsPP``."""
+    pp, arch = _vllm_size(cfg, "pipeline_parallel_size"), _vllm_arch(cfg, model)
+    if pp is not None and arch is not None and not arch.pp:
+        yield Violation(
+            f"{VCFG}.pipeline_parallel_size",
+            f"vLLM pipeline_parallel_size {pp} on {arch.name}, whose vLLM {arch.vllm} "
+            "implementation does not support pipeline parallelism (no SupportsPP in its "
+            "model registry)",
+        )
+
+
+MM_IPC = f"{VKW}.mm_tensor_ipc"
+
+
+def _shm_world(cfg: Config) -> int | None:
+    """The engine's ``world_size_across_dp`` (TP x PP x PCP x DP) with ``torch_shm``, if > 1."""
+    if cfg.backend != "vllm" or cfg.str(MM_IPC) != "torch_shm":
+        return None
+    sizes = (
+        cfg.int(f"{VCFG}.tensor_parallel_size"),
+        cfg.int(f"{VCFG}.pipeline_parallel_size"),
+        cfg.int(f"{VKW}.prefill_context_parallel_size", 1),
+        cfg.int(f"{VKW}.data_parallel_size", 1),
+    )
+    if any(s is None or s < 1 for s in sizes):
+        return None
+    world = math.prod(s for s in sizes if s is not None)
+    return world if world > 1 else None
+
+
+@model_rule(
+    "vllm-mm-torch-shm",
+    Source(
+        VLLM_MODEL,
+        "ModelConfig.verify_with_parallel_config",
+        "mm_tensor_ipc == 'torch_shm'",
+        "raises ValueError",
+        repo=VLLM,
+    ),
+    when=lambda cfg: _shm_world(cfg) is not None,
+)
+def vllm_mm_torch_shm(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """``vllm_kwargs.mm_tensor_ipc: torch_shm`` on a multimodal model with more than one GPU.
+
+    vLLM builds a ``multimodal_config`` for every architecture its registry calls multimodal
+    (Qwen3.5's ``*ForConditionalGeneration`` too, ``language_model_only`` or not).
+    """
+    world, arch = _shm_world(cfg), _vllm_arch(cfg, model)
+    if world is not None and arch is not None and arch.multimodal:
+        yield Violation(
+            MM_IPC,
+            f"mm_tensor_ipc 'torch_shm' on the multimodal {arch.name} with {world} GPUs per "
+            "vLLM engine (TP x PP x PCP x DP): torch_shm needs exactly one",
+        )
+
+
+REFIT_LOADER = "nemo_rl/models/generation/vllm/refit_loader.py"
+EXPERT_LAYOUT = "VllmShardedExpertRefitMixin._checkpoint_engine_weight_layout"
+# The other unquantized MoE kernels vLLM takes (oracle/unquantized.py::map_unquantized_backend;
+# vLLM refuses any other value for an unquantized model itself, "humming" falls back to auto).
+NON_TRITON_MOE = ("flashinfer_trtllm", "flashinfer_cutlass", "aiter")
+CLEARED_QUANT = ("GptOssForCausalLM", "Mistral3ForConditionalGeneration")  # _load_model
+
+
+def _nixl_sharded(cfg: Config) -> bool:
+    return (
+        cfg.backend == "vllm"
+        and cfg.str("policy.generation.refit_transport") == "nixl"
+        and cfg.on("policy.generation.refit_cfg.nixl.shard_expert_weights")
+    )
+
+
+@model_rule(
+    "nixl-expert-shard-quantized",
+    Source(REFIT_LOADER, EXPERT_LAYOUT, "canonical unquantized Triton", "raises ValueError"),
+    Source(
+        REFIT_LOADER,
+        "VllmShardedExpertRefitMixin._load_sharded_expert_weights",
+        "not supported for FP8 vLLM models",
+        "raises ValueError",
+    ),
+    Source(REFIT_LOADER, EXPERT_LAYOUT, "is_transposed", "raises ValueError"),
+    when=_nixl_sharded,
+)
+def nixl_expert_shard_quantized(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """NIXL sharded expert refit on quantized vLLM weights, or MoE experts off Triton.
+
+    The weight layout each vLLM rank advertises (``prepare_checkpoint_engine``, before any
+    refit) refuses expert layers with a quantization config (AWQ/GPTQ-style ones, whose
+    experts are stored transposed, first) or an unquantized kernel other than Triton; a
+    dense model has no expert layers there, but its first refit refuses an fp8 engine.
+    NeMo RL clears a GPT-OSS or Mistral3 checkpoint's quantization (not decided here).
+    """
+    if any(a in CLEARED_QUANT for a in model.architectures) or model.experts is None:
+        return
+    precision, quant = cfg.str(f"{VCFG}.precision"), cfg.get(f"{VKW}.quantization")
+    if precision == "fp8":
+        key, what, fp8 = f"{VCFG}.precision", "precision 'fp8'", True
+    elif isinstance(quant, str):
+        key, what, fp8 = (
+            f"{VKW}.quantization",
+            f"vllm_kwargs.quantization {quant!r}",
+            quant == "fp8",
+        )
+    elif model.quantized:
+        method = model.quant_method or "?"
+        key, what, fp8 = "policy.model_name", f"a quantized checkpoint ({method})", method == "fp8"
+    else:
+        key, what, fp8 = "", "", False
+    if key and model.experts == 0:
+        if fp8:
+            yield Violation(
+                key,
+                f"NIXL shard_expert_weights with {what}: sharded expert refit refuses an fp8 "
+                "vLLM model at its first refit",
+                source=1,
+            )
+        return
+    if model.experts == 0:
+        return
+    if key:
+        yield Violation(
+            key,
+            f"NIXL shard_expert_weights with {what} on a MoE model ({model.experts} experts): "
+            "the expert weight layout needs unquantized Triton expert weights",
+        )
+        return
+    backend = cfg.str(f"{VKW}.moe_backend")
+    if backend is not None and backend.lower().replace("-", "_") in NON_TRITON_MOE:
+        yield Violation(
+            f"{VKW}.moe_backend",
+            f"NIXL shard_expert_weights with moe_backend {backend!r} on a MoE model "
+            f"({model.experts} experts): the expert weight layout needs the Triton kernel",
+        )
+
+
+def _auto_moe_backend(cfg: Config) -> bool:
+    """NIXL sharded expert refit leaving vLLM's unquantized MoE kernel to vLLM (auto)."""
+    backend = cfg.str(f"{VKW}.moe_backend", "auto")
+    auto = backend is not None and backend.lower().replace("-", "_") in ("auto", "humming")
+    return _nixl_sharded(cfg) and auto and not cfg.on(f"{VKW}.enable_lora")
+
+
+@model_rule(
+    "nixl-expert-shard-moe-backend",
+    Source(REFIT_LOADER, EXPERT_LAYOUT, "canonical unquantized Triton", "raises ValueError"),
+    when=_auto_moe_backend,
+    insist=False,  # nixl-expert-shard-quantized insists on the same config side
+    severity=Severity.WARNING,
+)
+def nixl_expert_shard_moe_backend(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """NIXL sharded expert refit on a MoE model with ``moe_backend`` auto: the GPU decides.
+
+    vLLM's unquantized MoE oracle (``fused_moe/oracle/unquantized.py::_get_priority_backends``)
+    tries FlashInfer TRTLLM and CUTLASS before Triton on CUDA GPUs other than Hopper (SM90),
+    except for GPT-OSS's SWIGLUOAI activation; the sharded layout refuses any but Triton.
+    A quantized model is ``nixl-expert-shard-quantized`` (an error whatever the kernel).
+    """
+    quantized = (
+        cfg.str(f"{VCFG}.precision") == "fp8"
+        or isinstance(cfg.get(f"{VKW}.quantization"), str)
+        or (model.quantized and not any(a in CLEARED_QUANT for a in model.architectures))
+    )
+    if not model.experts or quantized or "GptOssForCausalLM" in model.architectures:
+        return
+    yield Violation(
+        f"{VKW}.moe_backend",
+        f"NIXL shard_expert_weights on a MoE model ({model.experts} experts) with moe_backend "
+        f"{cfg.str(f'{VKW}.moe_backend', 'auto')!r}: vLLM tries FlashInfer before Triton on "
+        "CUDA GPUs other than Hopper, which the expert weight layout refuses; set "
+        "vllm_kwargs.moe_backend: triton",
+    )

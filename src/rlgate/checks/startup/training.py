@@ -7,9 +7,12 @@ when the model is built; the DTensor V1 worker checks its context parallelism.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from functools import cache
 
 from rlgate.checks.startup import MEGATRON_LM, Config, Source, Violation, rule
+from rlgate.core.resources import DATA
 
 POLICY = "nemo_rl/models/policy/lm_policy.py"
 MEGATRON_SETUP = "nemo_rl/models/megatron/setup.py"
@@ -833,6 +836,44 @@ def model_overrides_conflict(cfg: Config) -> Iterator[Violation]:
             f"{OVERRIDES}.{name}",
             f"model_overrides.{name} duplicates the first-class policy.megatron_cfg.{name}",
         )
+
+
+@cache
+def provider_fields() -> frozenset[str]:
+    """Every field name a dataclass of Megatron Bridge or Megatron-core declares.
+
+    ``rlgate/data/megatron_bridge_fields.json``, written by ``tools/megatron_bridge_fields.py``
+    from Megatron Bridge at NeMo RL's submodule commit and its Megatron-LM.
+    """
+    table = json.loads((DATA / "megatron_bridge_fields.json").read_text(encoding="utf-8"))
+    return frozenset(table["fields"])
+
+
+@rule(
+    "megatron-model-overrides-field",
+    Source(
+        MEGATRON_SETUP, "_merge_model_overrides", "not attribute_exists", "raises AttributeError"
+    ),
+)
+def model_overrides_field(cfg: Config) -> Iterator[Violation]:
+    """A ``model_overrides`` name that no Megatron Bridge provider has as a field.
+
+    NeMo RL refuses a name that is not an ``init`` field of the model's provider dataclass
+    (and any override on a provider that is no dataclass, ``setup_model_config``). Which
+    provider a model gets needs Megatron Bridge; a name no dataclass of Megatron Bridge or
+    Megatron-core declares is refused for every model (a typo, a field of another library).
+    """
+    train, overrides = cfg.section(MEGATRON), cfg.section(OVERRIDES)
+    if not cfg.megatron or not train or not overrides:
+        return
+    first_class = set(MEGATRON_CONFIG_FIELDS) | set(train)  # megatron-model-overrides-conflict
+    for name in sorted(n for n in overrides if isinstance(n, str)):
+        if name not in first_class and name not in provider_fields():
+            yield Violation(
+                f"{OVERRIDES}.{name}",
+                f"model_overrides.{name} is a field of no Megatron Bridge model provider (nor of "
+                "Megatron-core's TransformerConfig)",
+            )
 
 
 @rule(

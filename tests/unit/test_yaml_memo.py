@@ -85,6 +85,9 @@ def test_recipe_chain_is_merged_once_per_content_of_every_file(tmp_path, monkeyp
     first.config["keep"].append(3)
     again = recipe_load.load_recipe(child, ["a.b=5"])
     assert again.config == {"a": {"b": 5, "c": 5}, "keep": [1, 2]} and merges[0] == 2
+    deleted = recipe_load.load_recipe(child, ["~keep"])  # overrides work on a fresh copy
+    assert deleted.config == {"a": {"b": 2, "c": 2}}
+    assert recipe_load.load_recipe(child).config == {"a": {"b": 2, "c": 2}, "keep": [1, 2]}
     parent.write_text("a:\n  b: 1\n  c: ${a.b}\nkeep: [7]\n")  # a parent changed: merged again
     assert recipe_load.load_recipe(child).config["keep"] == [7] and merges[0] == 4
     parent.unlink()  # a hit never skips reading the chain: the missing parent is refused

@@ -16,7 +16,7 @@ import pytest
 
 from rlgate.checks.registry import load_recipe
 from rlgate.core.resources import RECIPES
-from rlgate.recipe.load import functional_gate, recipe_files, recipe_tiers
+from rlgate.recipe.load import Recipe, functional_gate, recipe_files, recipe_tiers
 from rlgate.serving.setup import ServingSetup, serving_setup
 
 
@@ -63,6 +63,26 @@ _SETUPS: dict[Path, ServingSetup | Exception] = {}
 
 def _expects_reject(path: Path) -> bool:
     return functional_gate(load_recipe(path)).expect == "reject"
+
+
+_RECIPES: dict[Path, Recipe | Exception] = {}
+
+
+@pytest.fixture
+def recipe(recipe_path: Path) -> Recipe:
+    """The loaded recipe alone, for tests of the file itself (no tokenizer, no vLLM).
+
+    Loaded once per session; a recipe that cannot load is an error of every test using it.
+    """
+    if recipe_path not in _RECIPES:
+        try:
+            _RECIPES[recipe_path] = load_recipe(recipe_path)
+        except Exception as exc:
+            _RECIPES[recipe_path] = exc
+    cached = _RECIPES[recipe_path]
+    if isinstance(cached, Exception):
+        raise cached
+    return cached
 
 
 @pytest.fixture

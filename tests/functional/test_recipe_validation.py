@@ -30,25 +30,25 @@ def _report(setup: ServingSetup):
 
 
 class TestRecipeFiles:
-    def test_recipe_name_follows_nemo_rl_convention_and_matches_cluster(self, setup, gate_record):
-        match = NAME.match(setup.recipe.name)
-        assert match, f"{setup.recipe.name}: not <algo>-<model>-<N>n<G>g-<strategy>"
+    def test_recipe_name_follows_nemo_rl_convention_and_matches_cluster(self, recipe, gate_record):
+        match = NAME.match(recipe.name)
+        assert match, f"{recipe.name}: not <algo>-<model>-<N>n<G>g-<strategy>"
         nodes, gpus = int(match.group(3)), int(match.group(4))
-        cfg = setup.recipe.config
-        gate_record(recipe=setup.recipe.name, nodes=nodes, gpus_per_node=gpus)
+        cfg = recipe.config
+        gate_record(recipe=recipe.name, nodes=nodes, gpus_per_node=gpus)
         assert (get_path(cfg, "cluster.num_nodes"), get_path(cfg, "cluster.gpus_per_node")) == (
             nodes,
             gpus,
         ), "the file name's NnGg must match cluster.num_nodes / cluster.gpus_per_node"
 
-    def test_recipe_gate_block_is_valid(self, setup):
-        gate = functional_gate(setup.recipe)
+    def test_recipe_gate_block_is_valid(self, recipe):
+        gate = functional_gate(recipe)
         assert gate.expect in ("pass", "reject")
         if gate.expect == "reject":
             assert gate.reject_codes, "a negative control must name the findings it expects"
 
-    def test_recipe_sets_only_keys_nemo_rl_reads(self, setup):
-        findings = check_keys(setup.recipe.config)
+    def test_recipe_sets_only_keys_nemo_rl_reads(self, recipe):
+        findings = check_keys(recipe.config)
         assert not findings, "\n".join(str(f) for f in findings)
 
 

@@ -8,6 +8,7 @@ test_recipe_validation.py and test_contiguity.py).
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,14 @@ TOKENIZATION_TEXTS = [
 ]
 
 
+@cache
+def raw_tokenizer(path: str):
+    """``tokenizers.Tokenizer.from_file`` once per file and process (Qwen3.5's: ~1 s)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(path)
+
+
 class TestTokenizerClass:
     def test_auto_tokenizer_matches_tokenizer_json(self, tokenizer_dir, request, gate_record):
         path = tokenizer_dir / "tokenizer.json"
@@ -136,9 +145,7 @@ class TestTokenizerClass:
                     "(see the next test) matches.",
                 )
             )
-        from tokenizers import Tokenizer
-
-        auto, raw = load_tokenizer(str(tokenizer_dir)), Tokenizer.from_file(str(path))
+        auto, raw = load_tokenizer(str(tokenizer_dir)), raw_tokenizer(str(path))
         gate_record(tokenizer_class=type(auto).__name__)
         bad = [
             t
@@ -150,11 +157,10 @@ class TestTokenizerClass:
 
     def test_qwen35_tokenizer_class_matches_tokenizer_json_and_golden_ids(self, tokenizers_root):
         tokenizer_dir = tokenizers_root / QWEN35
-        from tokenizers import Tokenizer
         from transformers.models.qwen3_5 import Qwen3_5Tokenizer
 
         cls = Qwen3_5Tokenizer.from_pretrained(str(tokenizer_dir))
-        raw = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+        raw = raw_tokenizer(str(tokenizer_dir / "tokenizer.json"))
         for text in TOKENIZATION_TEXTS:
             assert (
                 cls.encode(text, add_special_tokens=False)

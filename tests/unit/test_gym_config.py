@@ -32,6 +32,20 @@ class TestGymServers:
         assert swe.overridden == frozenset({"agent_max_turns"})
         assert vllm_model_config(servers).config["return_token_id_information"] is True
 
+    def test_a_merge_is_kept_by_content_and_handed_out_as_copies(self):
+        nemo_gym = {"config_paths": PATHS, "swe_agents_train": {"responses_api_agents": {}}}
+        first = gym_servers(nemo_gym)
+        swe = next(s for s in first if s.implementation == "swe_agents")
+        swe.config["agent_max_turns"] = -1  # a caller's change never reaches the next caller
+        again = next(s for s in gym_servers(nemo_gym) if s.implementation == "swe_agents")
+        assert again.config["agent_max_turns"] == 100
+        for value in (7, 7.0, True):  # equal in Python, different configs: never one entry
+            nemo_gym["swe_agents_train"]["responses_api_agents"] = {
+                "swe_agents": {"agent_max_turns": value}
+            }
+            got = next(s for s in gym_servers(nemo_gym) if s.implementation == "swe_agents")
+            assert repr(got.config["agent_max_turns"]) == repr(value)
+
     def test_missing_config_path_is_an_error(self):
         with pytest.raises(RecipeError, match="not a file of nemo-gym"):
             gym_servers({"config_paths": ["responses_api_models/nope.yaml"]})

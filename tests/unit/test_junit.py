@@ -33,7 +33,7 @@ class TestSuiteProperties:
         out = tmp_path / "j.xml"
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             "tests/unit/test_io.py", f"--junitxml={out}"],
+             "tests/unit/test_io.py::TestWriteJsonAtomic", f"--junitxml={out}"],
             cwd=repo, capture_output=True, text=True,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr

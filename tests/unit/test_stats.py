@@ -5,6 +5,7 @@ the number of simulated datasets, so a correct implementation fails with
 probability well below 1 %.
 """
 
+import functools
 import itertools
 import math
 from typing import ClassVar
@@ -357,17 +358,19 @@ class TestMinimumDetectableDifference:
             stats.mde_exact_mcnemar(**kwargs)
 
 
+@functools.cache
+def _exact_p_values(total: int) -> tuple[tuple[int, float], ...]:
+    """(c, exact McNemar p(total - c, c)) for every c > total - c (the same for every alpha)."""
+    return tuple((c, stats.mcnemar_exact(total - c, c)) for c in range(total // 2 + 1, total + 1))
+
+
 class TestExactEnumerationCost:
     @pytest.mark.parametrize("alpha", [0.05, 0.01, 0.0625, 0.125, 0.5, 0.99, 1e-9])
     def test_critical_gains_equal_their_definition(self, alpha):
         """crit[D] = min{c > D - c : exact McNemar p(D - c, c) <= alpha}, or D + 1 if none."""
         crit = stats._critical_gains(400, alpha)
         for total in range(401):
-            rejecting = [
-                c
-                for c in range(total // 2 + 1, total + 1)
-                if stats.mcnemar_exact(total - c, c) <= alpha
-            ]
+            rejecting = [c for c, p in _exact_p_values(total) if p <= alpha]
             assert crit[total] == (rejecting[0] if rejecting else total + 1), (alpha, total)
 
     def test_exact_power_refuses_an_n_above_the_enumeration_bound(self):

@@ -206,10 +206,10 @@ def _parse(text: str) -> Any:
     return yaml.load(text, Loader=_OMEGACONF_LOADER)
 
 
-def _load_yaml(path: Path) -> DictConfig:
+def _read_raw(path: Path) -> tuple[dict[str, Any], bytes]:
+    """The parsed text of one config file (a copy) and the SHA-256 of that text."""
     # One parse: missing/directory/non-UTF-8 files are refused by read_text, alias bombs by
-    # the loader's budget before anything is constructed, then OmegaConf.create of what
-    # OmegaConf.load itself would have read (test_recipes checks the two agree).
+    # the loader's budget before anything is constructed.
     text = read_text(path, what="config file", error=RecipeError)
     key = hashlib.sha256(text.encode("utf-8")).digest()
     try:
@@ -228,11 +228,20 @@ def _load_yaml(path: Path) -> DictConfig:
         )
     if key not in _LOADED:  # only what parsed (an invalid text is refused every time)
         memoise(_LOADED, key, copy.deepcopy(raw), len(text))
+    return raw, key
+
+
+def _create(path: Path, raw: dict[str, Any]) -> DictConfig:
     try:
         return OmegaConf.create(raw)  # keeps interpolations unresolved
     except (OmegaConfBaseException, RecursionError) as exc:
         detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise RecipeError(f"{path}: not a valid NeMo RL config: {detail}") from exc
+
+
+def _load_yaml(path: Path) -> DictConfig:
+    """One config file as OmegaConf reads it (``OmegaConf.load``; test_recipes checks)."""
+    return _create(path, _read_raw(path)[0])
 
 
 def _merge(base: DictConfig, child: DictConfig) -> DictConfig:
@@ -274,23 +283,79 @@ def _parent_paths(path: Path, defaults: Any) -> list[Path]:
     return parents
 
 
-def _load_chain(path: Path, seen: tuple[Path, ...]) -> tuple[DictConfig, list[Path]]:
+@dataclass(frozen=True, slots=True)
+class _Chain:
+    """A config merged with its ``defaults:`` chain, unresolved, as a plain container."""
+
+    key: bytes | None  # None: not memoised (a ``defaults:`` value OmegaConf must resolve)
+    container: dict[str, Any]
+    sources: tuple[Path, ...]
+
+
+#: Merged chains by the SHA-256 of every file's path and text in the chain (the functional
+#: tier and ``recipe check`` merge the same chains dozens of times per process, and merging is
+#: most of a load). Every file is still read and parsed (memoised) on every load, so a changed
+#: file anywhere in the chain is a different key; only chains that merged are kept.
+_CHAINS: dict[bytes, _Chain] = {}
+
+
+def _plain_defaults(defaults: Any) -> bool:
+    """A ``defaults:`` value its raw text decides alone: a path or a list of plain paths."""
+    entries = [defaults] if isinstance(defaults, str) else defaults
+    return isinstance(entries, list) and all(
+        isinstance(e, str) and "${" not in e and e != "???" for e in entries
+    )
+
+
+def _chain(path: Path, seen: tuple[Path, ...]) -> _Chain:
+    """Follow and merge ``path``'s ``defaults:`` chain (memoised by the chain's texts).
+
+    The errors and their order are those of reading the file, then its ``defaults:``, then
+    each parent, depth-first (a cycle is refused wherever it closes).
+    """
     path = path.resolve()
     if path in seen:
         chain = " -> ".join(str(p) for p in (*seen, path))
         raise RecipeError(f"circular defaults chain: {chain}")
-    cfg = _load_yaml(path)
-    sources: list[Path] = []
+    raw, digest = _read_raw(path)
+    plain = "defaults" in raw and _plain_defaults(raw["defaults"])
+    parents: list[_Chain] = []
+    if plain:
+        try:
+            parents = [_chain(p, (*seen, path)) for p in _parent_paths(path, raw["defaults"])]
+        except RecipeError:
+            _create(path, raw)  # this file's own error first, as without the memo
+            raise
+    key: bytes | None = None
+    if ("defaults" not in raw or plain) and all(p.key is not None for p in parents):
+        own = hashlib.sha256(os.fsencode(path) + b"\0" + digest)
+        for parent in parents:
+            own.update(parent.key or b"")
+        key = own.digest()
+        if key in _CHAINS:
+            return _CHAINS[key]
+    cfg = _create(path, raw)
     if "defaults" in cfg:
         defaults = cfg.pop("defaults")
+        if not plain:  # resolved by OmegaConf (e.g. an interpolation), as NeMo RL reads it
+            key = None
+            parents = [_chain(p, (*seen, path)) for p in _parent_paths(path, defaults)]
         base = OmegaConf.create({})
-        for parent_path in _parent_paths(path, defaults):
-            parent_cfg, parent_sources = _load_chain(parent_path, (*seen, path))
-            sources.extend(parent_sources)
-            base = _merge(base, parent_cfg)
+        for parent in parents:
+            base = _merge(base, OmegaConf.create(parent.container))
         cfg = _merge(base, cfg)
-    sources.append(path)
-    return cfg, sources
+    container = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(container, dict)
+    found = _Chain(key, container, (*(s for p in parents for s in p.sources), path))
+    if key is not None:
+        memoise(_CHAINS, key, found, 0)
+    return found
+
+
+def _load_chain(path: Path, seen: tuple[Path, ...]) -> tuple[DictConfig, list[Path]]:
+    """The config merged with its ``defaults:`` chain (a new ``DictConfig``) and its files."""
+    found = _chain(path, seen)
+    return OmegaConf.create(found.container), list(found.sources)
 
 
 def config_files(path: str | os.PathLike[str]) -> tuple[Path, ...]:

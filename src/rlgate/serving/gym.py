@@ -16,7 +16,9 @@ Two jobs, both done with nemo-gym's own code (0.7.0, imported lazily):
 
 from __future__ import annotations
 
+import copy
 import difflib
+import hashlib
 import importlib
 import importlib.util
 from collections.abc import Mapping, Sequence
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rlgate.core.errors import RecipeError
-from rlgate.core.io import read_yaml
+from rlgate.core.io import memoise, read_yaml
 
 __all__ = [
     "GymChatPath",
@@ -96,6 +98,12 @@ class GymKeyFinding:
     model: str
 
 
+#: Merged Gym configs by the SHA-256 of the inputs' ``repr`` (plain YAML data: the ``repr``
+#: tells ``1``, ``1.0`` and ``True`` apart and keeps key order). ``recipe check`` and the
+#: functional tier merge the same Gym configs dozens of times per process; callers get a copy.
+_MERGED: dict[bytes, dict[str, Any]] = {}
+
+
 def _merge(configs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     """Left-to-right ``OmegaConf.merge``, as Gym merges its global config (``global_config.py``).
 
@@ -104,6 +112,9 @@ def _merge(configs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    key = hashlib.sha256(repr([dict(c) for _, c in configs]).encode()).digest()
+    if key in _MERGED:
+        return copy.deepcopy(_MERGED[key])
     nodes = []
     for where, config in configs:
         try:
@@ -115,6 +126,7 @@ def _merge(configs: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     except OmegaConfBaseException as exc:
         raise RecipeError(f"cannot merge Gym configs: {exc}") from exc
     assert isinstance(merged, dict)
+    memoise(_MERGED, key, copy.deepcopy(merged), 0)
     return merged
 
 

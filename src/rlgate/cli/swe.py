@@ -689,53 +689,79 @@ def _run_plan(plan: Any, *, server_timeout_s: float | None = None) -> int:
 
 
 def _run_commands(plan: Any, out: Path, server_timeout_s: float) -> int:
-    """:func:`_run_plan`'s commands, the output directory held."""
+    """:func:`_run_plan`'s commands, the output directory held.
+
+    Every command runs under :data:`rlgate.launch.swe_eval.SUPERVISOR` in a session of its
+    own, so that a kill of this process (even SIGKILL) stops it and what it spawned; SIGTERM
+    here stops them (``finally``) and is exit 3. A Gym collection that ends with rollouts not
+    graded (Gym puts failed ones in its failures file and still exits 0) is exit 3: rerun.
+    """
     import errno
     import shutil
+    import signal
     import subprocess
 
+    from rlgate.core.commands import command
     from rlgate.core.errors import InfraError
     from rlgate.launch.swe_eval import SUPERVISOR
+    from rlgate.swe.backends import Backend, progress
 
-    servers: list[subprocess.Popen[bytes]] = []
+    def terminated(signum: int, frame: Any) -> None:
+        raise InfraError(
+            f"stopped by signal {signal.Signals(signum).name}; every command was stopped",
+            hint="rerun the same command to resume",
+        )
+
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        previous = signal.signal(signal.SIGTERM, terminated)
+    except ValueError:  # not the main thread: no handler can be set
+        previous = None
     try:
         for cmd, background, ready in zip(plan.commands, plan.background, plan.ready, strict=True):
-            log = out / f"{cmd.argv[0]}.log"
-            try:
-                if background:
-                    if shutil.which(cmd.argv[0]) is None:
-                        raise FileNotFoundError(errno.ENOENT, "not found", cmd.argv[0])
-                    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-                    supervised = (
-                        "bash",
-                        "-c",
-                        SUPERVISOR,
-                        "own_group",
-                        str(os.getpid()),
-                        *cmd.argv,
-                    )
-                    with os.fdopen(os.open(log, flags, 0o666), "wb") as fh:  # never a symlink
-                        servers.append(
-                            subprocess.Popen(
-                                supervised,
-                                stdout=fh,
-                                stderr=subprocess.STDOUT,
-                                start_new_session=True,
-                            )
-                        )
-                    _wait_until_ready(servers[-1], log, ready, server_timeout_s, cmd.argv[0])
-                    continue
-                code = subprocess.run(cmd.argv, check=False).returncode
-            except OSError as exc:  # not installed, or not an executable
+            if shutil.which(cmd.argv[0]) is None:
                 raise InfraError(
-                    f"{cmd.argv[0]} is not installed here ({exc.strerror})",
+                    f"{cmd.argv[0]} is not installed here ({os.strerror(errno.ENOENT)})",
                     hint="run where the engine is installed (NeMo Gym: ng_run; NeMo-Skills: ns)",
-                ) from None
+                )
+            supervised = command(
+                "bash -c {supervisor} own_group {pid} {argv}",
+                supervisor=SUPERVISOR,
+                pid=os.getpid(),
+                argv=list(cmd.argv),
+            )
+            if background:
+                log = out / f"{cmd.argv[0]}.log"
+                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+                with os.fdopen(os.open(log, flags, 0o666), "wb") as fh:  # never a symlink
+                    started.append(
+                        subprocess.Popen(
+                            supervised.argv,
+                            stdout=fh,
+                            stderr=subprocess.STDOUT,
+                            start_new_session=True,
+                        )
+                    )
+                _wait_until_ready(started[-1], log, ready, server_timeout_s, cmd.argv[0])
+                continue
+            started.append(subprocess.Popen(supervised.argv, start_new_session=True))
+            code = started[-1].wait()
             if code != 0:
                 raise InfraError(f"{cmd.argv[0]} exited with {code}; rerun to resume")
     finally:
-        for server in servers:
-            _stop_server(server)
+        for proc in reversed(started):
+            _stop_server(proc)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    if plan.eval.backend is Backend.GYM:
+        left = plan.total - len(progress(plan.eval).done)
+        if left > 0:
+            failures = plan.results.with_name(f"{plan.results.stem}_failures.jsonl")
+            raise InfraError(
+                f"{left} of {plan.total} rollouts are not graded after the collection"
+                + (f" (Gym's failures: {failures})" if failures.is_file() else ""),
+                hint="rerun the same command: Gym resumes and runs only what is not graded",
+            )
     print(f"results: {plan.results}")
     return ExitCode.OK
 

@@ -24,6 +24,7 @@ cluster config.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -31,6 +32,7 @@ import math
 import os
 import socket
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,11 +114,15 @@ _STOP = (
 #: of its own (``setsid``): it starts the server (a compound command in the background, so
 #: that SIGINT is not ignored as bash ignores it for a background simple command), ignores
 #: SIGINT itself, and when ``<pid>`` (the job's shell, or ``rlgate swe eval``) is gone while
-#: the server runs -- killed with SIGKILL, with its process group, by the OOM killer -- stops
-#: the group as Ctrl-C would (SIGINT, SIGKILL after 60 s). Its exit status is the server's.
+#: the server runs -- killed with SIGKILL, with its process group, by the OOM killer; a zombie
+#: not yet reaped counts as gone (``/proc/<pid>/stat``) -- stops the group as Ctrl-C would
+#: (SIGINT, SIGKILL after 60 s). Its exit status is the server's. A pid reused by another
+#: process after the job's death would keep the server up (not handled).
 SUPERVISOR = (
+    'alive() { kill -0 "$1" 2>/dev/null || return 1; [ -r /proc/$1/stat ] || return 0; '
+    'local s; s=$(< "/proc/$1/stat"); s=${s##*) }; [ "${s%% *}" != Z ]; }; '
     'job=$1; shift; ( exec "$@" ) & server=$!; trap "" INT; '
-    'while kill -0 "$job" 2>/dev/null && kill -0 "$server" 2>/dev/null; do sleep 1; done; '
+    'while alive "$job" && kill -0 "$server" 2>/dev/null; do sleep 1; done; '
     'if kill -0 "$server" 2>/dev/null; then kill -INT -- "-$$" 2>/dev/null; '
     'for _ in $(seq 1 60); do kill -0 "$server" 2>/dev/null || break; sleep 1; done; '
     'kill -KILL -- "-$$"; fi; wait "$server"'
@@ -516,7 +522,8 @@ def refuse_live_writer(output_dir: Path) -> None:
         raise InfraError(
             f"cannot tell whether the job last launched into {output_dir} still writes there: "
             f"{exc.message}",
-            hint="nothing was launched; retry when the cluster answers",
+            hint="nothing was run or launched; ask where its backend answers (the cluster's "
+            f"login node), or, if that job is gone, remove {output_dir.resolve() / LEASE}",
         ) from None
     if live is not None:
         raise LaunchError(
@@ -551,7 +558,19 @@ def _launch_lock(out: Path) -> Iterator[None]:
             )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                # the file system has no flock (Lustre without -o flock, some NFS): the lease
+                # alone says who writes; two rlgate starting at the same instant are not kept apart
+                print(
+                    one_line(
+                        f"rlgate: warning: the file system of --output-dir {out} cannot lock "
+                        f"({exc.strerror}): going on with its lease only"
+                    ),
+                    file=sys.stderr,
+                )
+                yield
+                return
             raise LaunchError(
                 f"another rlgate holds --output-dir {out} right now (launching into it, or "
                 "running the evaluation here)",

@@ -34,6 +34,7 @@ import math
 import os
 import re
 import stat
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -369,7 +370,10 @@ def images_folder(formatter: str) -> Path | None:
         return None
     prefix = formatter.split("{", 1)[0]
     folder = prefix if prefix.endswith("/") else os.path.dirname(prefix)
-    return Path(folder or ".").resolve()
+    try:
+        return Path(folder or ".").resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before 3.13)
+        raise SweError(f"--container-formatter's folder {folder!r:.200}: {exc}") from None
 
 
 def resolved_formatter(formatter: str) -> str:
@@ -429,7 +433,7 @@ def _check_gym_input(e: ClusterEval) -> None:
     """
     assert e.gym_input is not None
     rows = gym_input_ids(e.gym_input)
-    twice = sorted({i for i in rows if rows.count(i) > 1}) if len(set(rows)) < len(rows) else []
+    twice = sorted(i for i, n in Counter(rows).items() if n > 1)
     if twice:
         raise SweError(f"--gym-input {e.gym_input}: instance(s) in more than one row: {twice[:5]}")
     wanted = set(e.instance_ids)

@@ -23,21 +23,15 @@ from rlgate.launch.manifest import MANIFEST_NAME, load_manifest
 from rlgate.swe.readers._common import dig
 from rlgate.swe.readers.formats.gym import ROLLOUT_ID_PATHS
 
+from . import test_swe_launch
 from .helpers.launch_fixtures import wait_for
 from .helpers.swe_inputs import write_gym_input
 from .test_swe_formats import IDS, assert_one_error, run_cli
-from .test_swe_launch import calls_of, gym_argv, standins, watch
+from .test_swe_launch import calls_of, gym_argv, watch
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-
-@pytest.fixture
-def on_path(tmp_path, monkeypatch):
-    """test_swe_launch's stand-ins for ng_run / ng_collect_rollouts first on PATH."""
-    bin_dir, calls = standins(tmp_path)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.chdir(tmp_path)
-    return calls
+on_path = test_swe_launch.on_path  # the stand-ins for ng_run / ng_collect_rollouts on PATH
 
 
 def _rlgate(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:

@@ -13,26 +13,18 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from rlgate.core.errors import SweError
 from rlgate.launch.manifest import MANIFEST_NAME
 from rlgate.launch.swe_eval import LEASE
 from rlgate.swe.backends import Backend, ClusterEval, plan_eval
 
+from . import test_swe_launch
 from .helpers.launch_fixtures import wait_for
 from .test_swe_eval_hardening import _alive, _rlgate
 from .test_swe_formats import assert_one_error, run_cli
-from .test_swe_launch import gym_argv, standins
+from .test_swe_launch import gym_argv
 
-
-@pytest.fixture
-def on_path(tmp_path, monkeypatch):
-    """test_swe_launch's stand-ins for ng_run / ng_collect_rollouts first on PATH."""
-    bin_dir, calls = standins(tmp_path)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.chdir(tmp_path)
-    return calls
+on_path = test_swe_launch.on_path  # the stand-ins for ng_run / ng_collect_rollouts on PATH
 
 
 def _running(program: Path) -> list[int]:
@@ -195,7 +187,7 @@ def test_a_file_system_without_flock_is_not_reported_as_another_rlgate_holding_t
         raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
 
     monkeypatch.setattr(swe_eval.fcntl, "flock", no_flock)
-    code, out, err = run_cli(gym_argv(tmp_path), capsys)
+    code, _, err = run_cli(gym_argv(tmp_path), capsys)
     assert "Traceback" not in err and "another rlgate holds" not in err, err
     assert code == 0 and "cannot lock (Function not implemented): going on with its lease" in err
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from rlgate.checks.startup import VLLM, Config, Source, Violation, model_rule
+from rlgate.checks.startup import MEGATRON_LM, VLLM, Config, Source, Violation, model_rule
 from rlgate.recipe.findings import Severity
 from rlgate.serving.model_config import ModelConfig, VllmArchitecture, vllm_architecture
 
@@ -536,3 +536,141 @@ def nixl_expert_shard_moe_backend(cfg: Config, model: ModelConfig) -> Iterator[V
         "CUDA GPUs other than Hopper, which the expert weight layout refuses; set "
         "vllm_kwargs.moe_backend: triton",
     )
+
+
+# Megatron-core's TransformerConfig.__post_init__ on the fields Megatron Bridge's provider
+# takes from the HF config (num_attention_heads, num_query_groups = num_key_value_heads,
+# num_layers = num_hidden_layers, num_moe_experts, the gated delta net's linear_* heads) and
+# the parallel sizes NeMo RL's _apply_parallelism_config / _apply_moe_config copy.
+TRANSFORMER_CONFIG = "megatron/core/transformer/transformer_config.py"
+POST_INIT = "TransformerConfig.__post_init__"
+
+
+def _post_init(cites: str, says: str = "raises ValueError") -> Source:
+    return Source(TRANSFORMER_CONFIG, POST_INIT, cites, says, MEGATRON_LM)
+
+
+def _megatron_size(cfg: Config, key: str) -> int | None:
+    """A Megatron parallel size above 1 (None otherwise, or without the Megatron backend)."""
+    value = cfg.int(f"{MCFG}.{key}") if cfg.megatron else None
+    return value if value is not None and value > 1 else None
+
+
+@model_rule(
+    "megatron-heads-tp",
+    _post_init("must be a multiple of tensor_model_parallel_size"),
+    _post_init("must be a multiple or divisor of tensor_model_parallel_size"),
+    when=lambda cfg: _megatron_size(cfg, "tensor_model_parallel_size") is not None,
+    insist=False,
+)
+def megatron_heads_tp(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Megatron TP against the attention heads and the KV heads (``num_query_groups``)."""
+    tp = _megatron_size(cfg, "tensor_model_parallel_size")
+    heads, groups = model.text.num_attention_heads, model.text.num_key_value_heads
+    if tp is None or heads is None:
+        return
+    key = f"{MCFG}.tensor_model_parallel_size"
+    if heads % tp:
+        yield Violation(
+            key, f"Megatron TP {tp} does not divide the model's {heads} attention heads"
+        )
+    groups = heads if groups is None else groups  # Megatron-core: num_query_groups defaults
+    if groups > 0 and groups % tp and tp % groups:
+        yield Violation(
+            key,
+            f"Megatron TP {tp} is neither a divisor nor a multiple of the model's {groups} KV "
+            "heads (num_key_value_heads, Megatron's num_query_groups)",
+            source=1,
+        )
+
+
+@model_rule(
+    "megatron-ep-dense",
+    _post_init("num_moe_experts must be non None to use expert-parallel"),
+    when=lambda cfg: _megatron_size(cfg, "expert_model_parallel_size") is not None,
+    insist=False,  # Megatron EP is the ordinary case on MoE models
+)
+def megatron_ep_dense(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Megatron expert parallelism on a model without experts."""
+    if model.experts == 0:
+        ep = _megatron_size(cfg, "expert_model_parallel_size")
+        yield Violation(
+            f"{MCFG}.expert_model_parallel_size",
+            f"expert_model_parallel_size {ep} on a model without experts (Megatron Bridge "
+            "leaves num_moe_experts None)",
+        )
+
+
+def _tp_cp(cfg: Config) -> tuple[int, int] | None:
+    if not cfg.megatron:
+        return None
+    tp = cfg.int(f"{MCFG}.tensor_model_parallel_size")
+    cp = cfg.int(f"{MCFG}.context_parallel_size")
+    if tp is None or cp is None or tp < 1 or cp < 1 or tp * cp == 1:
+        return None
+    return tp, cp
+
+
+@model_rule(
+    "megatron-gdn-heads-tp",
+    _post_init("self.linear_num_key_heads % tp_cp_size == 0", "asserts"),
+    _post_init("self.linear_num_value_heads % tp_cp_size == 0", "asserts"),
+    when=lambda cfg: _tp_cp(cfg) is not None,
+    insist=False,
+)
+def megatron_gdn_heads(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Gated delta net key / value heads (Qwen3-Next, Qwen3.5) not divisible by TP x CP."""
+    sizes = _tp_cp(cfg)
+    if sizes is None:
+        return
+    tp, cp = sizes
+    for i, name in enumerate(("linear_num_key_heads", "linear_num_value_heads")):
+        heads = model.text.extra(name)
+        if isinstance(heads, int) and not isinstance(heads, bool) and heads % (tp * cp):
+            yield Violation(
+                f"{MCFG}.tensor_model_parallel_size",
+                f"Megatron TP {tp} x CP {cp} = {tp * cp} does not divide the model's {heads} "
+                f"gated delta net heads ({name})",
+                source=i,
+            )
+
+
+def _stage_layers(cfg: Config) -> tuple[int, int | None, int | None] | None:
+    """PP and the uneven first / last stage sizes, when one is set."""
+    if not cfg.megatron:
+        return None
+    pp = cfg.int(f"{MCFG}.pipeline_model_parallel_size")
+    first = cfg.int(f"{MCFG}.num_layers_in_first_pipeline_stage")
+    last = cfg.int(f"{MCFG}.num_layers_in_last_pipeline_stage")
+    if pp is None or pp < 1 or (first is None and last is None):
+        return None
+    if (first is not None and first <= 0) or (last is not None and last <= 0):
+        return None  # megatron-pipeline-stage-layers
+    return pp, first, last
+
+
+@model_rule(
+    "megatron-pp-layer-split",
+    _post_init("Mismatch: {num_layers} middle layers remaining but"),
+    _post_init("number of layers at middle stage: {num_layers} must be divisible by"),
+    when=lambda cfg: _stage_layers(cfg) is not None,
+)
+def megatron_pp_layer_split(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """An uneven pipeline split whose middle stages cannot share the layers left evenly."""
+    split, layers = _stage_layers(cfg), model.text.num_hidden_layers
+    if split is None or layers is None:
+        return
+    pp, first, last = split
+    left = layers - (first or 0) - (last or 0)
+    stages = pp - (first is not None) - (last is not None)
+    what = f"the model's {layers} layers less first {first}, last {last} leave {left} layers"
+    if bool(left) != bool(stages):
+        yield Violation(
+            f"{MCFG}.pipeline_model_parallel_size", f"{what} for {stages} middle stages (PP {pp})"
+        )
+    elif stages and left % stages:
+        yield Violation(
+            f"{MCFG}.pipeline_model_parallel_size",
+            f"{what}, not divisible by the {stages} middle stages (PP {pp})",
+            source=1,
+        )

@@ -340,6 +340,15 @@ STARTUP_MUTATIONS += [
         "policy.megatron_cfg.fp8_cfg.fp8_recipe",
     ),
     (
+        "megatron-moe-router",
+        SWE_NIGHTLY,
+        [
+            "++policy.megatron_cfg.moe_router_group_topk=4",
+            "++policy.megatron_cfg.moe_router_num_groups=2",
+        ],
+        "policy.megatron_cfg.moe_router_group_topk",
+    ),
+    (
         "megatron-cuda-graph",
         SWE_NIGHTLY,
         ["++policy.megatron_cfg.cuda_graph_impl=local"],

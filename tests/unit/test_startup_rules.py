@@ -962,6 +962,29 @@ MUTATIONS |= {
             "fp8_cfg.fp8_recipe 'custom'",
         ),
     ],
+    "megatron-moe-router": [
+        (
+            ["++policy.megatron_cfg.moe_router_load_balancing_type=[aux_loss,seq_aux_loss]"],
+            "policy.megatron_cfg.moe_router_load_balancing_type",
+            "without a moe_aux_loss_coeff list of 2",
+        ),
+        (
+            [
+                "++policy.megatron_cfg.moe_router_group_topk=4",
+                "++policy.megatron_cfg.moe_router_num_groups=null",
+            ],
+            "policy.megatron_cfg.moe_router_num_groups",
+            "moe_router_group_topk=4 with moe_router_num_groups=None",
+        ),
+        (
+            [
+                "++policy.megatron_cfg.moe_router_group_topk=4",
+                "++policy.megatron_cfg.moe_router_num_groups=2",
+            ],
+            "policy.megatron_cfg.moe_router_group_topk",
+            "moe_router_group_topk=4 above moe_router_num_groups=2",
+        ),
+    ],
     "megatron-cuda-graph": [
         (
             ["++policy.megatron_cfg.cuda_graph_impl=cudagraph"],

@@ -1196,3 +1196,55 @@ def cuda_graph(cfg: Config) -> Iterator[Violation]:
         yield Violation(
             key, f"cuda_graph_impl {impl!r} with activation_checkpointing (full recompute)", 1
         )
+
+
+@rule(
+    "megatron-moe-router",
+    _post_init("moe_aux_loss_coeff must be a list of the same length", "asserts"),
+    _post_init("When using group limited routing, moe_router_num_groups must be specified"),
+    _post_init("should be smaller than moe_router_num_groups", "asserts"),
+)
+def moe_router(cfg: Config) -> Iterator[Violation]:
+    """Load-balancing types without their aux-loss coefficients, or group routing without groups.
+
+    A list of load-balancing types needs a ``moe_aux_loss_coeff`` list as long; group-limited
+    routing needs groups, and no more chosen groups than there are.
+
+    ``_apply_moe_config`` copies ``moe_router_load_balancing_type`` always and the two group
+    keys only when ``megatron_cfg`` has them (else the provider's values decide, and the rule
+    says nothing); with ``transformer_impl: inference_optimized`` one group clears both.
+    """
+    if not cfg.megatron:
+        return
+    kinds = cfg.get(f"{MEGATRON}.moe_router_load_balancing_type")
+    if isinstance(kinds, list):
+        coeff = _override(cfg, "moe_aux_loss_coeff")  # the provider's float otherwise
+        if not (isinstance(coeff, list) and len(coeff) == len(kinds)):
+            yield Violation(
+                f"{MEGATRON}.moe_router_load_balancing_type",
+                f"moe_router_load_balancing_type {kinds} (a list) without a moe_aux_loss_coeff "
+                f"list of {len(kinds)} (model_overrides)",
+            )
+    if not (
+        cfg.has(f"{MEGATRON}.moe_router_group_topk")
+        and cfg.has(f"{MEGATRON}.moe_router_num_groups")
+    ):
+        return
+    topk = cfg.get(f"{MEGATRON}.moe_router_group_topk")
+    groups = cfg.get(f"{MEGATRON}.moe_router_num_groups")
+    if cfg.str(f"{MEGATRON}.transformer_impl") == "inference_optimized" and groups == 1:
+        return
+    if not isinstance(topk, int) or isinstance(topk, bool) or topk < 1:
+        return
+    if groups is None or groups == 0:
+        yield Violation(
+            f"{MEGATRON}.moe_router_num_groups",
+            f"moe_router_group_topk={topk} with moe_router_num_groups={groups!r}",
+            source=1,
+        )
+    elif isinstance(groups, int) and not isinstance(groups, bool) and topk > groups:
+        yield Violation(
+            f"{MEGATRON}.moe_router_group_topk",
+            f"moe_router_group_topk={topk} above moe_router_num_groups={groups}",
+            source=2,
+        )

@@ -187,6 +187,13 @@ MUTATIONS = {
         f"{MCFG}.pipeline_model_parallel_size",
         "leave 37 layers, not divisible by the 3 middle stages (PP 4)",
     ),
+    "megatron-shared-expert-overlap": (
+        [f"++{MCFG}.moe_shared_expert_overlap=true", f"{MCFG}.moe_token_dispatcher_type=allgather"],
+        {"model_type": "qwen3_next", "shared_expert_intermediate_size": 512},
+        f"{MCFG}.moe_token_dispatcher_type",
+        "moe_shared_expert_overlap with moe_token_dispatcher_type 'allgather' on a model with "
+        "shared experts (intermediate size 512)",
+    ),
 }
 
 

@@ -5,7 +5,10 @@ parallelism against its experts and ``max_model_len`` against its maximum length
 engine is built (``ModelConfig``, ``vllm/config/model.py``); NeMo RL checks MoE-only
 activation-offload modules against the Megatron model's experts, refuses context
 parallelism for Gemma3 in the DTensor worker, and maps the Megatron layers onto pipeline
-stages for ``nccl_reshard`` refit. Each rule's ``when`` is the config side of its site.
+stages for ``nccl_reshard`` refit. Megatron-core's ``TransformerConfig.__post_init__`` checks
+the Megatron parallel sizes against the heads, KV heads, gated delta net heads, experts, shared
+experts and layers that Megatron Bridge's provider takes from the model. Each rule's ``when`` is
+the config side of its site.
 """
 
 from __future__ import annotations
@@ -673,4 +676,52 @@ def megatron_pp_layer_split(cfg: Config, model: ModelConfig) -> Iterator[Violati
             f"{MCFG}.pipeline_model_parallel_size",
             f"{what}, not divisible by the {stages} middle stages (PP {pp})",
             source=1,
+        )
+
+
+# The bridges that set moe_shared_expert_intermediate_size, and from what: Qwen3-Next and
+# Qwen3.5 from shared_expert_intermediate_size, DeepSeek V2/V3/V4 from moe_intermediate_size x
+# n_shared_experts (qwen3_next_bridge.py, qwen35_bridge.py, deepseek_v*_bridge.py at 8c46dc4).
+QWEN_SHARED = ("qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text")
+DEEPSEEK_SHARED = ("deepseek_v2", "deepseek_v3", "deepseek_v4")
+
+
+def _shared_expert_size(model: ModelConfig) -> int | None:
+    """The provider's ``moe_shared_expert_intermediate_size`` (None: no shared experts, unknown)."""
+    types = {model.model_type, model.text.model_type}
+    if types & set(QWEN_SHARED):
+        size = model.text.extra("shared_expert_intermediate_size")
+    elif types & set(DEEPSEEK_SHARED):
+        each, count = (
+            model.text.extra("moe_intermediate_size"),
+            model.text.extra("n_shared_experts"),
+        )
+        size = each * count if isinstance(each, int) and isinstance(count, int) else None
+    else:
+        return None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+
+
+def _overlap_dispatcher(cfg: Config) -> str | None:
+    """The token dispatcher when ``moe_shared_expert_overlap`` is on and it is not alltoall/flex."""
+    if not (cfg.megatron and cfg.on(f"{MCFG}.moe_shared_expert_overlap")):
+        return None
+    dispatcher = cfg.str(f"{MCFG}.moe_token_dispatcher_type")
+    return dispatcher if dispatcher not in (None, "alltoall", "flex") else None
+
+
+@model_rule(
+    "megatron-shared-expert-overlap",
+    _post_init("moe_shared_expert_overlap only works with alltoall or flex token dispatcher"),
+    when=lambda cfg: _overlap_dispatcher(cfg) is not None,
+)
+def megatron_shared_expert_overlap(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Shared-expert overlap with a dispatcher other than alltoall / flex, on shared experts."""
+    size = _shared_expert_size(model)
+    if size is not None:
+        yield Violation(
+            f"{MCFG}.moe_token_dispatcher_type",
+            f"moe_shared_expert_overlap with moe_token_dispatcher_type "
+            f"{_overlap_dispatcher(cfg)!r} on a model with shared experts (intermediate size "
+            f"{size})",
         )

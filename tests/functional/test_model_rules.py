@@ -173,7 +173,7 @@ MUTATIONS = {
     ),
     "megatron-gdn-heads-tp": (
         [],
-        {"linear_num_key_heads": 6, "linear_num_value_heads": 32},
+        {"model_type": "qwen3_next", "linear_num_key_heads": 6, "linear_num_value_heads": 32},
         f"{MCFG}.tensor_model_parallel_size",
         "TP 2 x CP 2 = 4 does not divide the model's 6 gated delta net heads "
         "(linear_num_key_heads)",
@@ -292,13 +292,18 @@ def test_boundaries_on_the_real_config(coder, overrides, code, fragment):
 
 def test_gdn_heads_divisible_by_tp_cp_pass(coder, tmp_path):
     """Qwen3.5-35B-A3B's 16 key / 32 value heads against the recipe's TP 2 x CP 2 and TP 8."""
-    folder = _copy(coder, tmp_path, linear_num_key_heads=16, linear_num_value_heads=32)
+    folder = _copy(
+        coder, tmp_path, model_type="qwen3_next", linear_num_key_heads=16, linear_num_value_heads=32
+    )
     assert _model(folder, []).findings == []
     assert _model(folder, [f"{MCFG}.tensor_model_parallel_size=8"]).findings == []
     over = _model(
         folder, [f"{MCFG}.tensor_model_parallel_size=8", f"{MCFG}.context_parallel_size=4"]
     )
     assert [f.code for f in over.findings] == ["megatron-gdn-heads-tp"]  # 16 % 32
+    (tmp_path / "other").mkdir()
+    other = _copy(coder, tmp_path / "other", linear_num_key_heads=6)  # qwen3_moe: no GDN layers
+    assert _model(other, []).findings == []
 
 
 def test_yarn_scaling_raises_the_limit_as_vllm_does(coder, tmp_path):

@@ -614,6 +614,11 @@ def _tp_cp(cfg: Config) -> tuple[int, int] | None:
     return tp, cp
 
 
+# The model types whose bridges build gated delta net layers (experimental_attention_variant
+# gated_delta_net: qwen3_next_bridge.py, qwen35_bridge.py, qwen35_vl_bridge.py at 8c46dc4).
+GDN_TYPES = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
+
+
 @model_rule(
     "megatron-gdn-heads-tp",
     _post_init("self.linear_num_key_heads % tp_cp_size == 0", "asserts"),
@@ -627,6 +632,8 @@ def megatron_gdn_heads(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
     if sizes is None:
         return
     tp, cp = sizes
+    if not {model.model_type, model.text.model_type} & set(GDN_TYPES):
+        return
     for i, name in enumerate(("linear_num_key_heads", "linear_num_value_heads")):
         heads = model.text.extra(name)
         if isinstance(heads, int) and not isinstance(heads, bool) and heads % (tp * cp):

@@ -111,10 +111,12 @@ MEGATRON_LM = Tree(
         "megatron/core/model_parallel_config.py",
         "megatron/core/parallel_state.py",
         "megatron/core/transformer/moe/moe_layer.py",
+        "megatron/core/transformer/transformer_config.py",
     ),
     functions=(
         "resolve_tensor_parallel_weight_shards",
         "ModelParallelConfig.__post_init__",
+        "TransformerConfig.__post_init__",
         "initialize_model_parallel",
         "MoELayer.forward",
     ),

@@ -298,6 +298,64 @@ STARTUP_MUTATIONS += [
     ),
 ]
 
+# Megatron-core TransformerConfig.__post_init__ on the published SWE nightly (Megatron, MoE).
+STARTUP_MUTATIONS += [
+    (
+        "megatron-recompute-modules",
+        SWE_NIGHTLY,
+        [
+            "++policy.megatron_cfg.recompute_granularity=selective",
+            "++policy.megatron_cfg.recompute_modules=[core_attn,attn]",
+        ],
+        "policy.megatron_cfg.recompute_modules",
+    ),
+    (
+        "megatron-offload-modules",
+        SWE_NIGHTLY,
+        [
+            "++policy.megatron_cfg.fine_grained_activation_offloading=true",
+            "++policy.megatron_cfg.offload_modules=[attn_proj]",
+        ],
+        "policy.megatron_cfg.offload_modules",
+    ),
+    (
+        "megatron-moe-dispatcher",
+        SWE_NIGHTLY,
+        ["policy.megatron_cfg.moe_enable_deepep=true"],
+        "policy.megatron_cfg.moe_token_dispatcher_type",
+    ),
+    (
+        "megatron-pipeline-stage-layers",
+        SWE_NIGHTLY,
+        ["policy.megatron_cfg.num_layers_in_first_pipeline_stage=0"],
+        "policy.megatron_cfg.num_layers_in_first_pipeline_stage",
+    ),
+    (
+        "megatron-fp8-mode",
+        SWE_NIGHTLY,
+        [
+            "policy.megatron_cfg.fp8_cfg.enabled=true",
+            "policy.megatron_cfg.fp8_cfg.fp8_recipe=custom",
+        ],
+        "policy.megatron_cfg.fp8_cfg.fp8_recipe",
+    ),
+    (
+        "megatron-moe-router",
+        SWE_NIGHTLY,
+        [
+            "++policy.megatron_cfg.moe_router_group_topk=4",
+            "++policy.megatron_cfg.moe_router_num_groups=2",
+        ],
+        "policy.megatron_cfg.moe_router_group_topk",
+    ),
+    (
+        "megatron-cuda-graph",
+        SWE_NIGHTLY,
+        ["++policy.megatron_cfg.cuda_graph_impl=local"],
+        "policy.megatron_cfg.cuda_graph_impl",
+    ),
+]
+
 
 def _startup_codes(rel: str, overrides: list[str]) -> dict[str, set[str]]:
     from rlgate.checks.registry import load_recipe

@@ -871,6 +871,138 @@ MUTATIONS |= {
     ],
 }
 # Warnings: NeMo RL accepts these unless the run's environment or metrics say otherwise.
+# Megatron-core's TransformerConfig.__post_init__ on what setup_model_config copies.
+SELECTIVE = [
+    "policy.megatron_cfg.activation_checkpointing=true",
+    "++policy.megatron_cfg.recompute_granularity=selective",
+]
+OFFLOADING = ["++policy.megatron_cfg.fine_grained_activation_offloading=true"]
+MUTATIONS |= {
+    "megatron-recompute-modules": [
+        (
+            [*SELECTIVE, "++policy.megatron_cfg.recompute_modules=[core_attn,attention]"],
+            "policy.megatron_cfg.recompute_modules",
+            "recompute_modules ['attention'] are not among",
+        ),
+        (
+            [
+                *SELECTIVE,
+                "++policy.megatron_cfg.recompute_modules=[moe,core_attn]",
+                *OFFLOADING,
+                "++policy.megatron_cfg.offload_modules=[expert_fc1,core_attn]",
+            ],
+            "policy.megatron_cfg.offload_modules",
+            "offload_modules ['expert_fc1'] inside the MoE layer",
+        ),
+        (
+            [
+                *SELECTIVE,
+                "++policy.megatron_cfg.recompute_modules=[layernorm]",
+                "++policy.megatron_cfg.fp8_cfg={enabled:true,fp8:e4m3,fp8_recipe:delayed,fp8_param:false}",
+            ],
+            "policy.megatron_cfg.recompute_modules",
+            "recompute_modules ['layernorm'] with fp8_cfg.fp8_recipe 'delayed'",
+        ),
+    ],
+    "megatron-offload-modules": [
+        (
+            [*OFFLOADING, "++policy.megatron_cfg.offload_modules=[core_attn,mlp]"],
+            "policy.megatron_cfg.offload_modules",
+            "offload_modules ['mlp'] are not among",
+        ),
+        (
+            [*OFFLOADING, "++policy.megatron_cfg.offload_modules=[attn_proj]"],
+            "policy.megatron_cfg.offload_modules",
+            "attn_proj without core_attn",
+        ),
+        (
+            [*OFFLOADING, "++policy.megatron_cfg.offload_modules=[fused_group_mlp]"],
+            "policy.megatron_cfg.offload_modules",
+            "fused_group_mlp without use_transformer_engine_op_fuser",
+        ),
+    ],
+    "megatron-moe-dispatcher": [
+        (
+            [
+                "++policy.megatron_cfg.moe_enable_deepep=true",
+                "++policy.megatron_cfg.moe_token_dispatcher_type=alltoall",
+            ],
+            "policy.megatron_cfg.moe_token_dispatcher_type",
+            "moe_enable_deepep with moe_token_dispatcher_type 'alltoall'",
+        ),
+        (
+            [
+                "++policy.megatron_cfg.moe_token_dispatcher_type=alltoall",
+                "++policy.megatron_cfg.moe_flex_dispatcher_backend=ncclep",
+            ],
+            "policy.megatron_cfg.moe_token_dispatcher_type",
+            "moe_flex_dispatcher_backend 'ncclep' with moe_token_dispatcher_type 'alltoall'",
+        ),
+    ],
+    "megatron-pipeline-stage-layers": [
+        (
+            ["++policy.megatron_cfg.num_layers_in_last_pipeline_stage=0"],
+            "policy.megatron_cfg.num_layers_in_last_pipeline_stage",
+            "num_layers_in_last_pipeline_stage=0",
+        )
+    ],
+    "megatron-fp8-mode": [
+        (
+            [
+                "++policy.megatron_cfg.fp8_cfg={enabled:true,fp8:null,fp8_recipe:blockwise,fp8_param:true}"
+            ],
+            "policy.megatron_cfg.fp8_cfg.fp8",
+            "fp8_cfg.fp8_param with fp8_cfg.fp8=None",
+        ),
+        (
+            [
+                "++policy.megatron_cfg.fp8_cfg={enabled:true,fp8:e4m3,fp8_recipe:custom,fp8_param:false}"
+            ],
+            "policy.megatron_cfg.fp8_cfg.fp8_recipe",
+            "fp8_cfg.fp8_recipe 'custom'",
+        ),
+    ],
+    "megatron-moe-router": [
+        (
+            ["++policy.megatron_cfg.moe_router_load_balancing_type=[aux_loss,seq_aux_loss]"],
+            "policy.megatron_cfg.moe_router_load_balancing_type",
+            "without a moe_aux_loss_coeff list of 2",
+        ),
+        (
+            [
+                "++policy.megatron_cfg.moe_router_group_topk=4",
+                "++policy.megatron_cfg.moe_router_num_groups=null",
+            ],
+            "policy.megatron_cfg.moe_router_num_groups",
+            "moe_router_group_topk=4 with moe_router_num_groups=None",
+        ),
+        (
+            [
+                "++policy.megatron_cfg.moe_router_group_topk=4",
+                "++policy.megatron_cfg.moe_router_num_groups=2",
+            ],
+            "policy.megatron_cfg.moe_router_group_topk",
+            "moe_router_group_topk=4 above moe_router_num_groups=2",
+        ),
+    ],
+    "megatron-cuda-graph": [
+        (
+            ["++policy.megatron_cfg.cuda_graph_impl=cudagraph"],
+            "policy.megatron_cfg.cuda_graph_impl",
+            "'cudagraph' is not one of",
+        ),
+        (
+            [
+                "++policy.megatron_cfg.cuda_graph_impl=local",
+                "policy.megatron_cfg.activation_checkpointing=true",
+                "++policy.megatron_cfg.recompute_granularity=full",
+            ],
+            "policy.megatron_cfg.cuda_graph_impl",
+            "cuda_graph_impl 'local' with activation_checkpointing (full recompute)",
+        ),
+    ],
+}
+
 WARNINGS: dict[str, list[tuple[list[str], str, str]]] = {
     "tp-logprob-batch": [
         (

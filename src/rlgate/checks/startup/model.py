@@ -5,7 +5,10 @@ parallelism against its experts and ``max_model_len`` against its maximum length
 engine is built (``ModelConfig``, ``vllm/config/model.py``); NeMo RL checks MoE-only
 activation-offload modules against the Megatron model's experts, refuses context
 parallelism for Gemma3 in the DTensor worker, and maps the Megatron layers onto pipeline
-stages for ``nccl_reshard`` refit. Each rule's ``when`` is the config side of its site.
+stages for ``nccl_reshard`` refit. Megatron-core's ``TransformerConfig.__post_init__`` checks
+the Megatron parallel sizes against the heads, KV heads, gated delta net heads, experts, shared
+experts and layers that Megatron Bridge's provider takes from the model. Each rule's ``when`` is
+the config side of its site.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from rlgate.checks.startup import VLLM, Config, Source, Violation, model_rule
+from rlgate.checks.startup import MEGATRON_LM, VLLM, Config, Source, Violation, model_rule
 from rlgate.recipe.findings import Severity
 from rlgate.serving.model_config import ModelConfig, VllmArchitecture, vllm_architecture
 
@@ -536,3 +539,196 @@ def nixl_expert_shard_moe_backend(cfg: Config, model: ModelConfig) -> Iterator[V
         "CUDA GPUs other than Hopper, which the expert weight layout refuses; set "
         "vllm_kwargs.moe_backend: triton",
     )
+
+
+# Megatron-core's TransformerConfig.__post_init__ on the fields Megatron Bridge's provider
+# takes from the HF config (num_attention_heads, num_query_groups = num_key_value_heads,
+# num_layers = num_hidden_layers, num_moe_experts, the gated delta net's linear_* heads) and
+# the parallel sizes NeMo RL's _apply_parallelism_config / _apply_moe_config copy.
+TRANSFORMER_CONFIG = "megatron/core/transformer/transformer_config.py"
+POST_INIT = "TransformerConfig.__post_init__"
+
+
+def _post_init(cites: str, says: str = "raises ValueError") -> Source:
+    return Source(TRANSFORMER_CONFIG, POST_INIT, cites, says, MEGATRON_LM)
+
+
+def _megatron_size(cfg: Config, key: str) -> int | None:
+    """A Megatron parallel size above 1 (None otherwise, or without the Megatron backend)."""
+    value = cfg.int(f"{MCFG}.{key}") if cfg.megatron else None
+    return value if value is not None and value > 1 else None
+
+
+@model_rule(
+    "megatron-heads-tp",
+    _post_init("must be a multiple of tensor_model_parallel_size"),
+    _post_init("must be a multiple or divisor of tensor_model_parallel_size"),
+    when=lambda cfg: _megatron_size(cfg, "tensor_model_parallel_size") is not None,
+    insist=False,
+)
+def megatron_heads_tp(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Megatron TP against the attention heads and the KV heads (``num_query_groups``)."""
+    tp = _megatron_size(cfg, "tensor_model_parallel_size")
+    heads, groups = model.text.num_attention_heads, model.text.num_key_value_heads
+    if tp is None or heads is None:
+        return
+    key = f"{MCFG}.tensor_model_parallel_size"
+    if heads % tp:
+        yield Violation(
+            key, f"Megatron TP {tp} does not divide the model's {heads} attention heads"
+        )
+    groups = heads if groups is None else groups  # Megatron-core: num_query_groups defaults
+    if groups > 0 and groups % tp and tp % groups:
+        yield Violation(
+            key,
+            f"Megatron TP {tp} is neither a divisor nor a multiple of the model's {groups} KV "
+            "heads (num_key_value_heads, Megatron's num_query_groups)",
+            source=1,
+        )
+
+
+@model_rule(
+    "megatron-ep-dense",
+    _post_init("num_moe_experts must be non None to use expert-parallel"),
+    when=lambda cfg: _megatron_size(cfg, "expert_model_parallel_size") is not None,
+    insist=False,  # Megatron EP is the ordinary case on MoE models
+)
+def megatron_ep_dense(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Megatron expert parallelism on a model without experts."""
+    if model.experts == 0:
+        ep = _megatron_size(cfg, "expert_model_parallel_size")
+        yield Violation(
+            f"{MCFG}.expert_model_parallel_size",
+            f"expert_model_parallel_size {ep} on a model without experts (Megatron Bridge "
+            "leaves num_moe_experts None)",
+        )
+
+
+def _tp_cp(cfg: Config) -> tuple[int, int] | None:
+    if not cfg.megatron:
+        return None
+    tp = cfg.int(f"{MCFG}.tensor_model_parallel_size")
+    cp = cfg.int(f"{MCFG}.context_parallel_size")
+    if tp is None or cp is None or tp < 1 or cp < 1 or tp * cp == 1:
+        return None
+    return tp, cp
+
+
+# The model types whose bridges build gated delta net layers (experimental_attention_variant
+# gated_delta_net: qwen3_next_bridge.py, qwen35_bridge.py, qwen35_vl_bridge.py at 8c46dc4).
+GDN_TYPES = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
+
+
+@model_rule(
+    "megatron-gdn-heads-tp",
+    _post_init("self.linear_num_key_heads % tp_cp_size == 0", "asserts"),
+    _post_init("self.linear_num_value_heads % tp_cp_size == 0", "asserts"),
+    when=lambda cfg: _tp_cp(cfg) is not None,
+    insist=False,
+)
+def megatron_gdn_heads(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Gated delta net key / value heads (Qwen3-Next, Qwen3.5) not divisible by TP x CP."""
+    sizes = _tp_cp(cfg)
+    if sizes is None:
+        return
+    tp, cp = sizes
+    if not {model.model_type, model.text.model_type} & set(GDN_TYPES):
+        return
+    for i, name in enumerate(("linear_num_key_heads", "linear_num_value_heads")):
+        heads = model.text.extra(name)
+        if isinstance(heads, int) and not isinstance(heads, bool) and heads % (tp * cp):
+            yield Violation(
+                f"{MCFG}.tensor_model_parallel_size",
+                f"Megatron TP {tp} x CP {cp} = {tp * cp} does not divide the model's {heads} "
+                f"gated delta net heads ({name})",
+                source=i,
+            )
+
+
+def _stage_layers(cfg: Config) -> tuple[int, int | None, int | None] | None:
+    """PP and the uneven first / last stage sizes, when one is set."""
+    if not cfg.megatron:
+        return None
+    pp = cfg.int(f"{MCFG}.pipeline_model_parallel_size")
+    first = cfg.int(f"{MCFG}.num_layers_in_first_pipeline_stage")
+    last = cfg.int(f"{MCFG}.num_layers_in_last_pipeline_stage")
+    if pp is None or pp < 1 or (first is None and last is None):
+        return None
+    if (first is not None and first <= 0) or (last is not None and last <= 0):
+        return None  # megatron-pipeline-stage-layers
+    return pp, first, last
+
+
+@model_rule(
+    "megatron-pp-layer-split",
+    _post_init("Mismatch: {num_layers} middle layers remaining but"),
+    _post_init("number of layers at middle stage: {num_layers} must be divisible by"),
+    when=lambda cfg: _stage_layers(cfg) is not None,
+)
+def megatron_pp_layer_split(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """An uneven pipeline split whose middle stages cannot share the layers left evenly."""
+    split, layers = _stage_layers(cfg), model.text.num_hidden_layers
+    if split is None or layers is None:
+        return
+    pp, first, last = split
+    left = layers - (first or 0) - (last or 0)
+    stages = pp - (first is not None) - (last is not None)
+    what = f"the model's {layers} layers less first {first}, last {last} leave {left} layers"
+    if bool(left) != bool(stages):
+        yield Violation(
+            f"{MCFG}.pipeline_model_parallel_size", f"{what} for {stages} middle stages (PP {pp})"
+        )
+    elif stages and left % stages:
+        yield Violation(
+            f"{MCFG}.pipeline_model_parallel_size",
+            f"{what}, not divisible by the {stages} middle stages (PP {pp})",
+            source=1,
+        )
+
+
+# The bridges that set moe_shared_expert_intermediate_size, and from what: Qwen3-Next and
+# Qwen3.5 from shared_expert_intermediate_size, DeepSeek V2/V3/V4 from moe_intermediate_size x
+# n_shared_experts (qwen3_next_bridge.py, qwen35_bridge.py, deepseek_v*_bridge.py at 8c46dc4).
+QWEN_SHARED = ("qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text")
+DEEPSEEK_SHARED = ("deepseek_v2", "deepseek_v3", "deepseek_v4")
+
+
+def _shared_expert_size(model: ModelConfig) -> int | None:
+    """The provider's ``moe_shared_expert_intermediate_size`` (None: no shared experts, unknown)."""
+    types = {model.model_type, model.text.model_type}
+    if types & set(QWEN_SHARED):
+        size = model.text.extra("shared_expert_intermediate_size")
+    elif types & set(DEEPSEEK_SHARED):
+        each, count = (
+            model.text.extra("moe_intermediate_size"),
+            model.text.extra("n_shared_experts"),
+        )
+        size = each * count if isinstance(each, int) and isinstance(count, int) else None
+    else:
+        return None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+
+
+def _overlap_dispatcher(cfg: Config) -> str | None:
+    """The token dispatcher when ``moe_shared_expert_overlap`` is on and it is not alltoall/flex."""
+    if not (cfg.megatron and cfg.on(f"{MCFG}.moe_shared_expert_overlap")):
+        return None
+    dispatcher = cfg.str(f"{MCFG}.moe_token_dispatcher_type")
+    return dispatcher if dispatcher not in (None, "alltoall", "flex") else None
+
+
+@model_rule(
+    "megatron-shared-expert-overlap",
+    _post_init("moe_shared_expert_overlap only works with alltoall or flex token dispatcher"),
+    when=lambda cfg: _overlap_dispatcher(cfg) is not None,
+)
+def megatron_shared_expert_overlap(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Shared-expert overlap with a dispatcher other than alltoall / flex, on shared experts."""
+    size = _shared_expert_size(model)
+    if size is not None:
+        yield Violation(
+            f"{MCFG}.moe_token_dispatcher_type",
+            f"moe_shared_expert_overlap with moe_token_dispatcher_type "
+            f"{_overlap_dispatcher(cfg)!r} on a model with shared experts (intermediate size "
+            f"{size})",
+        )

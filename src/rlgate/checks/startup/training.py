@@ -972,3 +972,279 @@ def dtensor_v1_scheduler(cfg: Config) -> Iterator[Violation]:
             yield Violation(
                 f"policy.scheduler.{i}", f"policy.scheduler[{i}] has neither name nor milestones"
             )
+
+
+# Megatron-core's TransformerConfig.__post_init__, which Megatron Bridge's provider runs
+# (finalize) on the fields NeMo RL's setup_model_config copies from megatron_cfg.
+TRANSFORMER_CONFIG = "megatron/core/transformer/transformer_config.py"
+POST_INIT = "TransformerConfig.__post_init__"
+
+
+def _post_init(cites: str, says: str = "raises ValueError") -> Source:
+    return Source(TRANSFORMER_CONFIG, POST_INIT, cites, says, MEGATRON_LM)
+
+
+# TransformerConfig.__post_init__'s allowed_modules sets at the pinned commit.
+RECOMPUTE_MODULES = (
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts",
+    "gdn_norm_out",
+)  # fmt: skip
+OFFLOAD_MODULES = (
+    "core_attn", "attn_proj", "expert_fc1", "fused_group_mlp", "moe_act", "attn_norm",
+    "mlp_norm", "qkv_linear",
+)  # fmt: skip
+MOE_INSIDE = ("moe_act", "expert_fc1", "fused_group_mlp")
+
+
+def _names(value: object) -> list[str] | None:
+    """A list of strings, else None."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    return None
+
+
+def _recompute(cfg: Config) -> tuple[str | None, list[str] | None]:
+    """The recompute granularity and modules ``_apply_performance_config`` sets (None: off).
+
+    Granularity: ``megatron_cfg.get("recompute_granularity", "full")`` when
+    ``activation_checkpointing``; modules: ``recompute_modules`` with granularity selective,
+    Megatron-core's default ``["core_attn"]`` when null.
+    """
+    if not (cfg.megatron and cfg.on(f"{MEGATRON}.activation_checkpointing")):
+        return None, None
+    granularity = cfg.str(f"{MEGATRON}.recompute_granularity", "full")
+    if granularity != "selective":
+        return granularity, None
+    modules = cfg.get(f"{MEGATRON}.recompute_modules")
+    return granularity, ["core_attn"] if modules is None else _names(modules)
+
+
+def _offload(cfg: Config) -> list[str] | None:
+    """``offload_modules`` when fine-grained activation offloading is on (a list of names)."""
+    if not (cfg.megatron and cfg.on(f"{MEGATRON}.fine_grained_activation_offloading")):
+        return None
+    return _names(cfg.get(f"{MEGATRON}.offload_modules")) or None
+
+
+def _fp8(cfg: Config) -> dict[str, object] | None:
+    """``fp8_cfg`` when enabled (``_apply_performance_config`` copies its three keys)."""
+    section = cfg.section(f"{MEGATRON}.fp8_cfg")
+    if cfg.megatron and section and section.get("enabled") is True:
+        return section
+    return None
+
+
+@rule(
+    "megatron-recompute-modules",
+    _post_init("Invalid choices for recompute_modules", "asserts"),
+    _post_init("Delayed scaling does not support moe_act and layernorm recompute"),
+    _post_init("Cannot offload {offload_inside_moe} while recomputing the entire MoE", "asserts"),
+)
+def recompute_modules(cfg: Config) -> Iterator[Violation]:
+    """Selective recompute of modules Megatron-core does not know, or that fp8 / offload refuse."""
+    granularity, modules = _recompute(cfg)
+    if granularity != "selective" or modules is None:
+        return
+    key = f"{MEGATRON}.recompute_modules"
+    unknown = [m for m in modules if m not in RECOMPUTE_MODULES]
+    if unknown:
+        yield Violation(key, f"recompute_modules {unknown} are not among {list(RECOMPUTE_MODULES)}")
+    fp8 = _fp8(cfg)
+    if fp8 and fp8.get("fp8") and fp8.get("fp8_recipe") == "delayed":
+        both = [m for m in ("moe_act", "layernorm") if m in modules]
+        if both:
+            yield Violation(
+                key, f"recompute_modules {both} with fp8_cfg.fp8_recipe 'delayed'", source=1
+            )
+    inside = [m for m in MOE_INSIDE if m in (_offload(cfg) or [])]
+    if "moe" in modules and inside:
+        yield Violation(
+            f"{MEGATRON}.offload_modules",
+            f"offload_modules {inside} inside the MoE layer that recompute_modules 'moe' "
+            "recomputes whole",
+            source=2,
+        )
+
+
+@rule(
+    "megatron-offload-modules",
+    _post_init("Invalid choices for offload_modules", "asserts"),
+    _post_init("attn_proj cannot be set to offload_modules alone without core_attn"),
+    _post_init("fused_group_mlp requires use_transformer_engine_op_fuser"),
+    _post_init("fused_group_mlp offloads the whole fused grouped MLP"),
+)
+def offload_modules(cfg: Config) -> Iterator[Violation]:
+    """Fine-grained activation offloading of modules Megatron-core refuses or cannot combine."""
+    modules = _offload(cfg)
+    if modules is None:
+        return
+    key = f"{MEGATRON}.offload_modules"
+    unknown = [m for m in modules if m not in OFFLOAD_MODULES]
+    if unknown:
+        yield Violation(key, f"offload_modules {unknown} are not among {list(OFFLOAD_MODULES)}")
+    if "attn_proj" in modules and "core_attn" not in modules:
+        yield Violation(key, "offload_modules has attn_proj without core_attn", source=1)
+    if "fused_group_mlp" in modules:
+        # NeMo RL never sets it and no provider does: GPTModelProvider's default False.
+        if _override(cfg, "use_transformer_engine_op_fuser") is not True:
+            yield Violation(
+                key,
+                "offload_modules fused_group_mlp without use_transformer_engine_op_fuser "
+                "(neither NeMo RL nor Megatron Bridge's providers set it)",
+                source=2,
+            )
+        partial = [m for m in ("expert_fc1", "moe_act") if m in modules]
+        if partial:
+            yield Violation(key, f"offload_modules fused_group_mlp with {partial}", source=3)
+
+
+@rule(
+    "megatron-moe-dispatcher",
+    _post_init("DeepEP backend is only supported with flex token dispatcher"),
+    _post_init("Only one backend is supported for flex token dispatcher"),
+    _post_init("moe_flex_dispatcher_backend='ncclep' requires"),
+)
+def moe_dispatcher(cfg: Config) -> Iterator[Violation]:
+    """DeepEP or NCCL-EP without the flex token dispatcher, DeepEP with the HybridEP backend.
+
+    Megatron-core raises whether or not the model has experts.
+    """
+    if not cfg.megatron:
+        return
+    dispatcher = cfg.str(f"{MEGATRON}.moe_token_dispatcher_type")
+    backend = cfg.str(f"{MEGATRON}.moe_flex_dispatcher_backend")
+    if cfg.on(f"{MEGATRON}.moe_enable_deepep"):
+        if dispatcher is not None and dispatcher != "flex":
+            yield Violation(
+                f"{MEGATRON}.moe_token_dispatcher_type",
+                f"moe_enable_deepep with moe_token_dispatcher_type {dispatcher!r} (not 'flex')",
+            )
+        if backend == "hybridep":
+            yield Violation(
+                f"{MEGATRON}.moe_flex_dispatcher_backend",
+                "moe_enable_deepep with moe_flex_dispatcher_backend 'hybridep'",
+                source=1,
+            )
+    if backend == "ncclep" and dispatcher is not None and dispatcher != "flex":
+        yield Violation(
+            f"{MEGATRON}.moe_token_dispatcher_type",
+            f"moe_flex_dispatcher_backend 'ncclep' with moe_token_dispatcher_type {dispatcher!r}",
+            source=2,
+        )
+
+
+@rule(
+    "megatron-pipeline-stage-layers",
+    _post_init("num_layers_in_first_pipeline_stage must be larger than 0"),
+    _post_init("num_layers_in_last_pipeline_stage must be larger than 0"),
+)
+def pipeline_stage_layers(cfg: Config) -> Iterator[Violation]:
+    """An uneven pipeline split whose first or last stage has no layers."""
+    if not cfg.megatron:
+        return
+    for i, end in enumerate(("first", "last")):
+        key = f"{MEGATRON}.num_layers_in_{end}_pipeline_stage"
+        layers = cfg.int(key)
+        if layers is not None and layers <= 0:
+            yield Violation(key, f"num_layers_in_{end}_pipeline_stage={layers}", source=i)
+
+
+@rule(
+    "megatron-fp8-mode",
+    _post_init("fp8_param must be used together with fp8 mode"),
+    _post_init("fp8_quantizer_factory must be provided when fp8_recipe is 'custom'"),
+)
+def fp8_mode(cfg: Config) -> Iterator[Violation]:
+    """fp8 enabled with ``fp8_param`` but no ``fp8`` format, or the ``custom`` recipe.
+
+    NeMo RL never sets ``fp8_quantizer_factory``, so ``fp8_recipe: custom`` always fails.
+    """
+    fp8 = _fp8(cfg)
+    if fp8 is None:
+        return
+    if fp8.get("fp8_param") is True and not fp8.get("fp8") and "fp8" in fp8:
+        yield Violation(
+            f"{MEGATRON}.fp8_cfg.fp8", f"fp8_cfg.fp8_param with fp8_cfg.fp8={fp8.get('fp8')!r}"
+        )
+    if fp8.get("fp8") and fp8.get("fp8_recipe") == "custom":
+        yield Violation(
+            f"{MEGATRON}.fp8_cfg.fp8_recipe",
+            "fp8_cfg.fp8_recipe 'custom' (NeMo RL sets no fp8_quantizer_factory)",
+            source=1,
+        )
+
+
+CUDA_GRAPH_IMPLS = ("none", "transformer_engine", "local", "full_iteration")
+
+
+@rule(
+    "megatron-cuda-graph",
+    _post_init("Invalid cuda graph implementation", "asserts"),
+    _post_init("full recompute is only supported with full iteration CUDA graph", "asserts"),
+)
+def cuda_graph(cfg: Config) -> Iterator[Violation]:
+    """An unknown ``cuda_graph_impl``, or a layer-level CUDA graph with full recompute."""
+    impl = cfg.str(f"{MEGATRON}.cuda_graph_impl")
+    if not cfg.megatron or impl is None:
+        return
+    key = f"{MEGATRON}.cuda_graph_impl"
+    if impl not in CUDA_GRAPH_IMPLS:
+        yield Violation(key, f"cuda_graph_impl {impl!r} is not one of {list(CUDA_GRAPH_IMPLS)}")
+        return
+    granularity, _ = _recompute(cfg)
+    if impl in ("local", "transformer_engine") and granularity == "full":
+        yield Violation(
+            key, f"cuda_graph_impl {impl!r} with activation_checkpointing (full recompute)", 1
+        )
+
+
+@rule(
+    "megatron-moe-router",
+    _post_init("moe_aux_loss_coeff must be a list of the same length", "asserts"),
+    _post_init("When using group limited routing, moe_router_num_groups must be specified"),
+    _post_init("should be smaller than moe_router_num_groups", "asserts"),
+)
+def moe_router(cfg: Config) -> Iterator[Violation]:
+    """Load-balancing types without their aux-loss coefficients, or group routing without groups.
+
+    A list of load-balancing types needs a ``moe_aux_loss_coeff`` list as long; group-limited
+    routing needs groups, and no more chosen groups than there are.
+
+    ``_apply_moe_config`` copies ``moe_router_load_balancing_type`` always and the two group
+    keys only when ``megatron_cfg`` has them (else the provider's values decide, and the rule
+    says nothing); with ``transformer_impl: inference_optimized`` one group clears both.
+    """
+    if not cfg.megatron:
+        return
+    kinds = cfg.get(f"{MEGATRON}.moe_router_load_balancing_type")
+    if isinstance(kinds, list):
+        coeff = _override(cfg, "moe_aux_loss_coeff")  # the provider's float otherwise
+        if not (isinstance(coeff, list) and len(coeff) == len(kinds)):
+            yield Violation(
+                f"{MEGATRON}.moe_router_load_balancing_type",
+                f"moe_router_load_balancing_type {kinds} (a list) without a moe_aux_loss_coeff "
+                f"list of {len(kinds)} (model_overrides)",
+            )
+    if not (
+        cfg.has(f"{MEGATRON}.moe_router_group_topk")
+        and cfg.has(f"{MEGATRON}.moe_router_num_groups")
+    ):
+        return
+    topk = cfg.get(f"{MEGATRON}.moe_router_group_topk")
+    groups = cfg.get(f"{MEGATRON}.moe_router_num_groups")
+    if cfg.str(f"{MEGATRON}.transformer_impl") == "inference_optimized" and groups == 1:
+        return
+    if not isinstance(topk, int) or isinstance(topk, bool) or topk < 1:
+        return
+    if groups is None or groups == 0:
+        yield Violation(
+            f"{MEGATRON}.moe_router_num_groups",
+            f"moe_router_group_topk={topk} with moe_router_num_groups={groups!r}",
+            source=1,
+        )
+    elif isinstance(groups, int) and not isinstance(groups, bool) and topk > groups:
+        yield Violation(
+            f"{MEGATRON}.moe_router_group_topk",
+            f"moe_router_group_topk={topk} above moe_router_num_groups={groups}",
+            source=2,
+        )

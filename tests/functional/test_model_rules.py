@@ -42,6 +42,9 @@ NIXL_SHARD = [
 FP8_CHECKPOINT = {"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
 QWEN35 = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe"}
 NO_EXPERTS = {"num_experts": None, "num_experts_per_tok": None, "moe_intermediate_size": None}
+# a dense model: no expert key AND a model type whose transformers defaults hold none (a
+# qwen3_moe config.json without num_experts is 128 experts: its class's default)
+DENSE = {**NO_EXPERTS, "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
 
 
 @pytest.fixture
@@ -78,7 +81,7 @@ MUTATIONS = {
     ),
     "vllm-ep-dense": (
         [f"{VCFG}.expert_parallel_size=4"],
-        NO_EXPERTS,
+        DENSE,
         f"{VCFG}.expert_parallel_size",
         "but the model has no experts",
     ),
@@ -99,7 +102,7 @@ MUTATIONS = {
     ),
     "megatron-moe-offload-dense": (
         OFFLOAD,
-        NO_EXPERTS,
+        DENSE,
         f"{MCFG}.offload_modules",
         "offload_modules ['expert_fc1'] are MoE-only, but the model has no experts",
     ),
@@ -167,7 +170,7 @@ MUTATIONS = {
     ),
     "megatron-ep-dense": (
         [],
-        NO_EXPERTS,
+        DENSE,
         f"{MCFG}.expert_model_parallel_size",
         "expert_model_parallel_size 16 on a model without experts",
     ),
@@ -382,7 +385,6 @@ def test_without_config_json_ordinary_rules_are_named_not_run_and_do_not_block(t
     assert "not run" in status.reason
 
 
-DENSE = {**NO_EXPERTS, "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
 NO_EP = [f"{MCFG}.expert_model_parallel_size=1"]  # Megatron EP on a dense model: its own rule
 
 
@@ -504,7 +506,7 @@ def test_vllm_registry_rules_resolve_the_architecture_as_vllm_does(
     ("overrides", "changes"),
     [
         ([*NIXL_SHARD], {}),  # the recipe's moe_backend: triton
-        ([*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"], NO_EXPERTS),
+        ([*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"], DENSE),
         (  # quantized: the error of nixl-expert-shard-quantized instead
             [*NIXL_SHARD, "policy.generation.vllm_kwargs.moe_backend=auto"],
             FP8_CHECKPOINT,
@@ -533,3 +535,21 @@ def test_auto_moe_backend_is_a_warning_also_when_unset(coder):
     assert [(f.code, f.severity.value) for f in found.findings] == [
         ("nixl-expert-shard-moe-backend", "warning")
     ]
+
+
+def test_a_moe_config_that_leaves_its_experts_out_is_moe_by_its_class_s_defaults(coder, tmp_path):
+    """transformers fills a key the file leaves out with its config class's default, and vLLM
+    and Megatron Bridge read that object: qwen3_moe without num_experts is 128 experts."""
+    from rlgate.serving.model_config import load_model_config
+
+    doc = {**json.loads(coder.read_text()), **NO_EXPERTS}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({k: v for k, v in doc.items() if v is not None}))
+    assert load_model_config(path).experts == 128
+    dense = tmp_path / "dense.json"
+    dense.write_text(json.dumps({k: v for k, v in {**doc, **DENSE}.items() if v is not None}))
+    assert load_model_config(dense).experts == 0
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text(json.dumps({**{k: v for k, v in doc.items() if v is not None},
+                                   "model_type": "not_a_transformers_type"}))  # fmt: skip
+    assert load_model_config(unknown).experts is None

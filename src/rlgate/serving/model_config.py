@@ -42,6 +42,7 @@ __all__ = [
     "VllmArchitecture",
     "find_model_config",
     "load_model_config",
+    "transformers_default_experts",
     "vllm_architecture",
 ]
 
@@ -106,8 +107,11 @@ class ModelConfig:
     def experts(self) -> int | None:
         """The routed experts (vLLM's ``get_num_experts``); 0 for a dense model, None unknown.
 
-        Dense only when the file writes none of the expert keys, no NemotronH
-        ``block_configs`` and no Dbrx ``ffn_config``.
+        A key the file leaves out holds its transformers config class's default in the object
+        vLLM reads (``qwen3_moe`` without ``num_experts``: 128), so with no expert key the
+        model type decides (:func:`transformers_default_experts`): dense only for a type
+        whose defaults hold no expert, and the file has no NemotronH ``block_configs`` and no
+        Dbrx ``ffn_config``; unknown for a type transformers does not know here.
         """
         for key in EXPERT_KEYS:
             value = getattr(self.text, key)
@@ -117,7 +121,7 @@ class ModelConfig:
                 return value
         if self.text.block_configs is not None or self.text.extra("ffn_config") is not None:
             return None
-        return 0
+        return transformers_default_experts(self.text.model_type or self.model_type)
 
     def max_len(self) -> tuple[float, str | None]:
         """The maximum length vLLM derives, and the key it comes from (inf when none is written).
@@ -193,6 +197,26 @@ class VllmArchitecture:
 def _vllm_table() -> dict[str, object]:
     table = json.loads((DATA / "vllm_architectures.json").read_text())
     return table if isinstance(table, dict) else {}
+
+
+@cache
+def _expert_defaults() -> dict[str, Any]:
+    table = json.loads((DATA / "transformers_expert_defaults.json").read_text())
+    return table if isinstance(table, dict) else {}
+
+
+def transformers_default_experts(model_type: str | None) -> int | None:
+    """The experts transformers' config class of ``model_type`` gives by default (0: dense).
+
+    From ``rlgate/data/transformers_expert_defaults.json`` (``tools/
+    transformers_expert_defaults.py``, the installed transformers); None for a type not in
+    it (unknown here: a newer model, remote code).
+    """
+    table = _expert_defaults()
+    moe, dense = table.get("moe") or {}, table.get("dense") or []
+    if model_type in moe and type(moe[model_type]) is int:
+        return moe[model_type]
+    return 0 if model_type in dense else None
 
 
 def vllm_architecture(architectures: tuple[str, ...] | list[str]) -> VllmArchitecture | None:

@@ -136,6 +136,26 @@ OPD_ON = (
 )
 TEACHER = "on_policy_distillation.non_colocated_teachers.default_teacher_cfg"
 
+# CUDA-graph mutations: ``++`` keys of policy.megatron_cfg (TARGET sets activation_checkpointing).
+M = "++policy.megatron_cfg"
+
+
+def _selective(modules: str, *more: str) -> list[str]:
+    """Selective recompute of ``modules``, and ``more`` megatron_cfg overrides."""
+    return [f"{M}.recompute_granularity=selective", f"{M}.recompute_modules={modules}"] + [
+        f"{M}.{m}" for m in more
+    ]
+
+
+def _offload(modules: str, *more: str) -> list[str]:
+    """Fine-grained activation offloading of ``modules``, and ``more`` megatron_cfg overrides."""
+    return [
+        f"{M}.fine_grained_activation_offloading=true",
+        f"{M}.offload_modules={modules}",
+        *(f"{M}.{m}" for m in more),
+    ]
+
+
 # code -> (overrides on TARGET, key, severity, fragment of the message)
 MUTATIONS: dict[str, list[tuple[list[str], str, str]]] = {
     # training
@@ -1001,6 +1021,93 @@ MUTATIONS |= {
             "cuda_graph_impl 'local' with activation_checkpointing (full recompute)",
         ),
     ],
+    "megatron-cuda-graph-modules": [
+        (
+            [f"{M}.cuda_graph_impl=transformer_engine", f"{M}.inference_cuda_graph_scope=block"],
+            "policy.megatron_cfg.inference_cuda_graph_scope",
+            "inference_cuda_graph_scope 'block' with cuda_graph_impl 'transformer_engine'",
+        ),
+        (
+            [f"{M}.cuda_graph_impl=full_iteration", f"{M}.cuda_graph_modules=[attn]"],
+            "policy.megatron_cfg.cuda_graph_modules",
+            "cuda_graph_modules ['attn'] with cuda_graph_impl 'full_iteration'",
+        ),
+        (
+            [f"{M}.cuda_graph_impl=transformer_engine", f"{M}.cuda_graph_modules=[moe,moe_router]"],
+            "policy.megatron_cfg.cuda_graph_modules",
+            "both moe and moe_router",
+        ),
+        (
+            [f"{M}.cuda_graph_impl=transformer_engine", f"{M}.cuda_graph_modules=[moe_preprocess]"],
+            "policy.megatron_cfg.cuda_graph_modules",
+            "moe_preprocess alone",
+        ),
+        (
+            _selective(
+                "[moe]", "cuda_graph_impl=transformer_engine", "cuda_graph_modules=[moe_router]"
+            ),
+            "policy.megatron_cfg.recompute_modules",
+            "recompute_modules 'moe' with the moe_router CUDA graph",
+        ),
+        (
+            _selective(
+                "[core_attn]",
+                "cuda_graph_impl=transformer_engine",
+                "cuda_graph_modules=[attn]",
+                "model_overrides.attention_dropout=0.1",
+            ),
+            "policy.megatron_cfg.recompute_modules",
+            "'core_attn' graphed with attention_dropout",
+        ),
+        (
+            _selective(
+                "[mlp]",
+                "cuda_graph_impl=transformer_engine",
+                "cuda_graph_modules=[mlp]",
+                "model_overrides.hidden_dropout=0.1",
+            ),
+            "policy.megatron_cfg.recompute_modules",
+            "graphed with hidden_dropout",
+        ),
+        (
+            _selective(
+                "[moe]",
+                "cuda_graph_impl=full_iteration",
+                "model_overrides.moe_input_jitter_eps=0.01",
+            ),
+            "policy.megatron_cfg.recompute_modules",
+            "'moe' graphed with moe_input_jitter_eps",
+        ),
+        (
+            _offload("[core_attn]", "cuda_graph_impl=local", "cuda_graph_modules=[attn]"),
+            "policy.megatron_cfg.offload_modules",
+            "offload_modules ['core_attn'] with cuda_graph_impl 'local'",
+        ),
+        (
+            _offload("[moe_act]", "cuda_graph_impl=local"),
+            "policy.megatron_cfg.cuda_graph_modules",
+            "no cuda_graph_modules (whole-layer capture)",
+        ),
+        (
+            _offload("[moe_act]", "cuda_graph_impl=local", "cuda_graph_modules=[moe]"),
+            "policy.megatron_cfg.offload_modules",
+            "offload_modules with the local moe CUDA graph",
+        ),
+        (
+            _offload(
+                "[core_attn]", "cuda_graph_impl=transformer_engine", "cuda_graph_modules=[moe]"
+            ),
+            "policy.megatron_cfg.cuda_graph_modules",
+            "cuda_graph_modules 'moe' with fine_grained_activation_offloading",
+        ),
+        (
+            _offload(
+                "[core_attn]", "cuda_graph_impl=transformer_engine", "cuda_graph_warmup_steps=0"
+            ),
+            "policy.megatron_cfg.cuda_graph_warmup_steps",
+            "cuda_graph_warmup_steps=0 with fine_grained_activation_offloading",
+        ),
+    ],
 }
 
 WARNINGS: dict[str, list[tuple[list[str], str, str]]] = {
@@ -1055,6 +1162,34 @@ def test_mutation_is_an_error_naming_key_value_and_source(code, overrides, key, 
 @pytest.mark.parametrize(("code", "overrides", "key", "fragment"), _cases(WARNINGS))
 def test_accepted_but_risky_mutation_is_a_warning(code, overrides, key, fragment):
     _check_case(code, overrides, key, fragment, Severity.WARNING)
+
+
+# Each a near miss of a megatron-cuda-graph-modules mutation that Megatron-core accepts.
+CUDA_GRAPH_ACCEPTED = [
+    [f"{M}.cuda_graph_impl=local", f"{M}.inference_cuda_graph_scope=block"],
+    [f"{M}.cuda_graph_impl=full_iteration", f"{M}.cuda_graph_modules=[]"],
+    [f"{M}.cuda_graph_impl=local", f"{M}.cuda_graph_modules=[moe_preprocess]"],  # adds moe_router
+    _selective("[moe]", "cuda_graph_impl=local", "cuda_graph_modules=[moe_router]"),
+    _selective(
+        "[core_attn]",
+        "cuda_graph_impl=transformer_engine",
+        "cuda_graph_modules=[mlp]",
+        "model_overrides.attention_dropout=0.1",
+    ),
+    _selective("[core_attn]", "cuda_graph_impl=full_iteration"),  # no dropout override
+    _offload("[moe_act]", "cuda_graph_impl=local", "cuda_graph_modules=[moe_router]"),
+    _offload("[core_attn]", "cuda_graph_impl=transformer_engine", "cuda_graph_warmup_steps=1"),
+    _offload("[core_attn]", "cuda_graph_impl=none", "cuda_graph_modules=[moe]"),
+]
+
+
+@pytest.mark.parametrize("overrides", CUDA_GRAPH_ACCEPTED, ids=lambda o: " ".join(o))
+def test_cuda_graph_modules_near_misses_are_accepted(overrides):
+    config = Config(load_recipe(TARGET, overrides, strict=False).config)
+    assert (
+        list(next(r for r in rules() if r.code == "megatron-cuda-graph-modules").check(config))
+        == []
+    )
 
 
 def test_every_registered_rule_has_a_mutation():

@@ -1198,6 +1198,151 @@ def cuda_graph(cfg: Config) -> Iterator[Violation]:
         )
 
 
+# CudaGraphModule's members at the pinned commit (megatron/core/transformer/enums.py); Bridge's
+# set_cuda_graph_modules maps each name with CudaGraphModule[name].
+CUDA_GRAPH_MODULES = ("attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba")
+# ALLOWED_INFERENCE_SCOPES (megatron/core/transformer/cuda_graph_config.py).
+INFERENCE_SCOPES = {
+    "none": ("none",),
+    "local": ("layer", "block"),
+    "transformer_engine": ("none",),
+    "full_iteration": ("none",),
+}
+
+
+def _graph_modules(cfg: Config, impl: str) -> list[str] | None:
+    """``cuda_graph_modules`` as ``__post_init__`` holds them (None: unknown or not a list).
+
+    Absent: the provider's default ``"full"`` (normalised to ``[]``, the whole layer). With
+    ``local``, either of ``moe_router`` / ``moe_preprocess`` brings in the other.
+    """
+    key = f"{MEGATRON}.cuda_graph_modules"
+    if not cfg.has(key):
+        return []
+    names = _names(cfg.get(key))
+    if names is None or not set(names) <= set(CUDA_GRAPH_MODULES):
+        return None
+    names = list(names)
+    if impl == "local" and {"moe_router", "moe_preprocess"} & set(names):
+        names += [n for n in ("moe_router", "moe_preprocess") if n not in names]
+    return names
+
+
+def _dropout(cfg: Config, field: str) -> bool:
+    """Whether ``model_overrides`` sets a non-zero ``field`` (else the provider's value)."""
+    value = _override(cfg, field)
+    return isinstance(value, int | float) and not isinstance(value, bool) and value != 0.0
+
+
+@rule(
+    "megatron-cuda-graph-modules",
+    _post_init("Invalid inference CUDA graph scope", "asserts"),
+    _post_init("cuda_graph_modules must be empty when cuda_graph_impl=", "asserts"),
+    _post_init("cuda_graph_modules must not contain both moe and moe_router", "asserts"),
+    _post_init("moe_preprocess cuda graph is only supported with moe_router", "asserts"),
+    _post_init("moe recompute is not supported with moe_router CUDA graph", "asserts"),
+    _post_init("attention dropout is not supported with graphed attention", "asserts"),
+    _post_init("hidden dropout is not supported with graphed MLP/MoE", "asserts"),
+    _post_init("moe_input_jitter_eps is not supported with graphed moe", "asserts"),
+    _post_init("only supports offload_modules 'expert_fc1'", "asserts"),
+    _post_init("is not supported with whole-layer CUDA graph capture", "asserts"),
+    _post_init("offloading is only supported with transformer_engine CUDA graph", "asserts"),
+    _post_init("Token-drop MoE is temporarily not supported with activation", "asserts"),
+    _post_init("cuda_graph_warmup_steps must be greater than 0 when enabling", "asserts"),
+)
+def cuda_graph_modules(cfg: Config) -> Iterator[Violation]:
+    """CUDA-graph scopes Megatron-core refuses with the impl, recompute, dropout or offloading.
+
+    ``_apply_performance_config`` copies ``cuda_graph_impl`` (and, only then,
+    ``inference_cuda_graph_scope``), ``cuda_graph_modules`` (Bridge's
+    ``set_cuda_graph_modules``), ``cuda_graph_warmup_steps``, the recompute keys and
+    ``fine_grained_activation_offloading`` / ``offload_modules``. The dropouts and
+    ``moe_input_jitter_eps`` NeMo RL never sets: the provider's (Bridge's Qwen bridges set
+    ``hidden_dropout = 0.0``, ``moe_input_jitter_eps`` defaults to None) unless
+    ``model_overrides`` sets them; the rule reads only ``model_overrides``.
+    """
+    impl = cfg.str(f"{MEGATRON}.cuda_graph_impl")
+    if not cfg.megatron or impl not in CUDA_GRAPH_IMPLS:
+        return
+    modules_key = f"{MEGATRON}.cuda_graph_modules"
+    scope = cfg.str(f"{MEGATRON}.inference_cuda_graph_scope")
+    if scope in ("none", "layer", "block") and scope not in INFERENCE_SCOPES[impl]:
+        yield Violation(
+            f"{MEGATRON}.inference_cuda_graph_scope",
+            f"inference_cuda_graph_scope {scope!r} with cuda_graph_impl {impl!r} (allowed: "
+            f"{list(INFERENCE_SCOPES[impl])})",
+        )
+    modules = _graph_modules(cfg, impl)
+    if impl == "none" or modules is None:
+        return
+    if impl == "full_iteration" and modules:
+        yield Violation(
+            modules_key, f"cuda_graph_modules {modules} with cuda_graph_impl 'full_iteration'", 1
+        )
+    per_layer = impl in ("local", "transformer_engine")
+    if per_layer and {"moe", "moe_router"} <= set(modules):
+        yield Violation(modules_key, f"cuda_graph_modules {modules}: both moe and moe_router", 2)
+    if per_layer and "moe_preprocess" in modules and "moe_router" not in modules:
+        yield Violation(modules_key, f"cuda_graph_modules {modules}: moe_preprocess alone", 3)
+    yield from _graphed_recompute(cfg, impl, modules)
+    yield from _graphed_offload(cfg, impl, modules)
+
+
+def _graphed_recompute(cfg: Config, impl: str, modules: list[str]) -> Iterator[Violation]:
+    """Selective recompute of a module the CUDA graph captures (sources 4-7)."""
+    granularity, recomputed = _recompute(cfg)
+    if granularity != "selective" or recomputed is None:
+        return
+    key = f"{MEGATRON}.recompute_modules"
+    if impl == "transformer_engine" and "moe" in recomputed and "moe_router" in modules:
+        yield Violation(key, "recompute_modules 'moe' with the moe_router CUDA graph", 4)
+    full = impl == "full_iteration" or not modules  # the whole layer is captured
+
+    def graphed(module: str, recompute: str) -> bool:
+        return (full or module in modules) and recompute in recomputed
+
+    if _dropout(cfg, "attention_dropout") and graphed("attn", "core_attn"):
+        yield Violation(key, "recompute_modules 'core_attn' graphed with attention_dropout", 5)
+    if _dropout(cfg, "hidden_dropout") and (graphed("mlp", "mlp") or graphed("moe", "moe")):
+        yield Violation(key, "recompute_modules 'mlp'/'moe' graphed with hidden_dropout", 6)
+    if _override(cfg, "moe_input_jitter_eps") is not None and graphed("moe", "moe"):
+        yield Violation(key, "recompute_modules 'moe' graphed with moe_input_jitter_eps", 7)
+
+
+def _graphed_offload(cfg: Config, impl: str, modules: list[str]) -> Iterator[Violation]:
+    """Fine-grained activation offloading under a CUDA graph (sources 8-12)."""
+    offload = _offload(cfg)
+    if offload is None:
+        return
+    key = f"{MEGATRON}.offload_modules"
+    outside = sorted(set(offload) - set(MOE_INSIDE))
+    if impl == "local":
+        if outside:
+            yield Violation(key, f"offload_modules {outside} with cuda_graph_impl 'local'", 8)
+        if not modules:
+            yield Violation(
+                f"{MEGATRON}.cuda_graph_modules",
+                "fine_grained_activation_offloading with cuda_graph_impl 'local' and no "
+                "cuda_graph_modules (whole-layer capture)",
+                9,
+            )
+        if not outside and "moe" in modules:
+            yield Violation(key, "offload_modules with the local moe CUDA graph", 10)
+    if "moe" in modules:
+        yield Violation(
+            f"{MEGATRON}.cuda_graph_modules",
+            "cuda_graph_modules 'moe' with fine_grained_activation_offloading",
+            11,
+        )
+    warmup = cfg.int(f"{MEGATRON}.cuda_graph_warmup_steps")
+    if warmup is not None and warmup <= 0:
+        yield Violation(
+            f"{MEGATRON}.cuda_graph_warmup_steps",
+            f"cuda_graph_warmup_steps={warmup} with fine_grained_activation_offloading",
+            12,
+        )
+
+
 @rule(
     "megatron-moe-router",
     _post_init("moe_aux_loss_coeff must be a list of the same length", "asserts"),

@@ -1164,7 +1164,9 @@ def test_accepted_but_risky_mutation_is_a_warning(code, overrides, key, fragment
     _check_case(code, overrides, key, fragment, Severity.WARNING)
 
 
-# Each a near miss of a megatron-cuda-graph-modules mutation that Megatron-core accepts.
+# Each a near miss of a megatron-cuda-graph-modules mutation that Megatron-core's
+# __post_init__ accepts (Bridge's validate_cuda_graph_configuration still refuses `local` with
+# cuda_graph_modules; no rule of rlgate's cites it, Bridge is not inventoried).
 CUDA_GRAPH_ACCEPTED = [
     [f"{M}.cuda_graph_impl=local", f"{M}.inference_cuda_graph_scope=block"],
     [f"{M}.cuda_graph_impl=full_iteration", f"{M}.cuda_graph_modules=[]"],

@@ -1260,6 +1260,12 @@ def cuda_graph_modules(cfg: Config) -> Iterator[Violation]:
     ``moe_input_jitter_eps`` NeMo RL never sets: the provider's (Bridge's Qwen bridges set
     ``hidden_dropout = 0.0``, ``moe_input_jitter_eps`` defaults to None) unless
     ``model_overrides`` sets them; the rule reads only ``model_overrides``.
+
+    ``__post_init__`` runs first in ``setup_model_config`` only with ``model_overrides`` (or a
+    ``megatron_lm`` checkpoint); otherwise in ``MegatronPolicyWorkerImpl.__init__``'s
+    ``ConfigContainer.validate``, after Bridge's ``validate_cuda_graph_configuration``, which
+    refuses ``local`` with ``cuda_graph_modules`` (or with none and no inference scope) first:
+    those configs fail either way, but with Bridge's message.
     """
     impl = cfg.str(f"{MEGATRON}.cuda_graph_impl")
     if not cfg.megatron or impl not in CUDA_GRAPH_IMPLS:

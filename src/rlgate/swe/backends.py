@@ -43,8 +43,12 @@ from typing import Any
 
 from rlgate.core.commands import Command, command
 from rlgate.core.errors import SweError
-from rlgate.swe.readers._common import dig, jsonl_lines, jsonl_objects
-from rlgate.swe.readers.formats.gym import ROLLOUT_ID_PATHS, ROLLOUT_INDEX_KEY
+from rlgate.swe.readers._common import jsonl_lines, jsonl_objects
+from rlgate.swe.readers.formats.gym import (
+    ROLLOUT_ID_PATHS,
+    ROLLOUT_INDEX_KEY,
+    rollout_instance_id,
+)
 from rlgate.swe.readers.formats.nemo_skills import BENCHMARK_DIR
 from rlgate.swe.records import MAX_RUNS_PER_ARM, check_instance_id, parse_json
 
@@ -263,7 +267,7 @@ def _gym_progress(path: Path, ids: frozenset[str], seeds: int) -> Progress:
     if path.is_file():
         rows, torn = _gym_rows(path)
         for where, row in rows:
-            iid = next((v for p in ROLLOUT_ID_PATHS if isinstance(v := dig(row, p), str)), None)
+            iid = rollout_instance_id(row)
             index = row.get(ROLLOUT_INDEX_KEY, 0)
             if iid is None or type(index) is not int or index < 0:
                 raise SweError(f"{where}: not a rollout of this evaluation (no instance id/index)")
@@ -414,7 +418,7 @@ def gym_input_ids(path: Path) -> list[str]:
         raise SweError(f"--gym-input {path} is over {MAX_GYM_INPUT_BYTES >> 20} MiB")
     ids = []
     for where, row in jsonl_objects(path):
-        iid = next((v for p in ROLLOUT_ID_PATHS if isinstance(v := dig(row, p), str)), None)
+        iid = rollout_instance_id(row)
         if iid is None:
             raise SweError(
                 f"--gym-input {where}: a row without an instance id (looked at "
@@ -463,7 +467,7 @@ def _check_materialized(e: ClusterEval) -> None:
         return
     pairs = set()
     for where, row in jsonl_objects(materialized):
-        iid = next((v for p in ROLLOUT_ID_PATHS if isinstance(v := dig(row, p), str)), None)
+        iid = rollout_instance_id(row)
         index = row.get(ROLLOUT_INDEX_KEY)
         if iid is None or type(index) is not int:
             raise SweError(f"{where}: a materialized row without an instance id or rollout index")

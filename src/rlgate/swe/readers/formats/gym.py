@@ -37,6 +37,13 @@ ROLLOUT_ID_PATHS: tuple[tuple[str, ...], ...] = (
     ("task_id",),
 )
 ROLLOUT_INDEX_KEY = "_ng_rollout_index"
+
+
+def rollout_instance_id(row: Mapping[str, Any]) -> str | None:
+    """The instance id of a Gym row (rollout or input), the first of :data:`ROLLOUT_ID_PATHS`."""
+    return next((v for p in ROLLOUT_ID_PATHS if isinstance(v := dig(row, p), str)), None)
+
+
 # Gym flags that say the environment, not the model, decided the reward.
 ROLLOUT_INFRA_FLAGS = ("eval_timed_out", "agent_timed_out", "oom_killed", "eval_oom_killed")
 # agent_error_kind values that are model failures even when Gym masks the sample.
@@ -115,7 +122,7 @@ def _rollout_row(where: str, line: str) -> tuple[str, int | None, dict[str, Any]
             f"{where}: this is a predictions file, not results",
             hint="evaluate it first: rlgate swe eval --predictions ...",
         )
-    iid = next((v for p in ROLLOUT_ID_PATHS if isinstance(v := dig(row, p), str)), None)
+    iid = rollout_instance_id(row)
     if iid is None:
         raise SweError(
             f"{where}: cannot find the instance id (looked at "

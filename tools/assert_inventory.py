@@ -29,6 +29,9 @@ Usage::
     python tools/assert_inventory.py /tmp/nemo-rl --update         # merge into the data file
     python tools/assert_inventory.py /tmp/nemo-rl --coverage docs/recipe-rules-coverage.md
 
+``--megatron-lm`` and ``--megatron-bridge`` add those trees (Megatron-LM and Megatron-Bridge
+at the commits NeMo RL's submodule pins); vLLM is read from the installed package.
+
 Exit 0 when every site is classified and no classified site vanished, 1 otherwise (a NeMo
 RL bump shows the diff), 2 for bad arguments. ``--update`` rewrites the data file with the
 scan (new sites unclassified: ``class`` null), keeping every matched classification; the
@@ -64,7 +67,7 @@ CLASSES = ("config", "model", "runtime", "not-on-path")
 class Tree:
     """One source tree the inventory reads: which files, which functions, from where."""
 
-    repo: str  # its name in the data file ("NVIDIA-NeMo/RL", "NVIDIA/Megatron-LM", "vllm")
+    repo: str  # its name in the data file ("NVIDIA-NeMo/RL", "NVIDIA/Megatron-LM", "vllm"...)
     option: str  # the command-line option that points at it
     scope: tuple[str, ...]  # files whose sites are inventoried (globs, relative to the root)
     functions: tuple[str, ...] = ()  # only the sites of these functions (all when empty)
@@ -135,7 +138,48 @@ VLLM = Tree(
         "_get_and_verify_max_len",
     ),
 )
-TREES = (NEMO_RL, MEGATRON_LM, VLLM)
+# Megatron-Bridge (NeMo RL's 3rdparty/ submodule pin): ConfigContainer.validate, which
+# MegatronPolicyWorker.__init__ runs on the container setup.py's _create_megatron_config builds,
+# and what it calls: the sub-configs' finalize, its _validate_* helpers, the module validators.
+MEGATRON_BRIDGE = Tree(
+    "NVIDIA-NeMo/Megatron-Bridge",
+    "megatron_bridge",
+    scope=(
+        "src/megatron/bridge/training/config.py",
+        "src/megatron/bridge/utils/cuda_graph.py",
+        "src/megatron/bridge/training/flex_dispatcher_backend.py",
+        "src/megatron/bridge/training/post_training/checkpointing.py",
+    ),
+    functions=(
+        "ConfigContainer.validate",
+        "ConfigContainer.get_data_parallel_size",
+        "ConfigContainer._validate_and_apply_deterministic_mode",
+        "ConfigContainer._validate_and_apply_megatron_fsdp_configs",
+        "ConfigContainer._validate_and_apply_megatron_fsdp_v1_configs",
+        "ConfigContainer._validate_and_apply_megatron_fsdp_v2_configs",
+        "ConfigContainer._validate_hf_checkpoint_export_source",
+        "ConfigContainer._disable_native_energon_packing_moe_overlap",
+        "ConfigContainer._validate_cp_comm_type",
+        "ConfigContainer._validate_training_scheduler_compatibility",
+        "ConfigContainer._calculate_scheduler_steps",
+        "DistributedDataParallelConfig.finalize",
+        "OptimizerConfig.finalize",
+        "SchedulerConfig.finalize",
+        "TrainingConfig.finalize",
+        "CheckpointConfig.finalize",
+        "LoggerConfig.finalize",
+        "ProfilingConfig.finalize",
+        "TensorInspectConfig.finalize",
+        "NVRxStragglerDetectionConfig.finalize",
+        "_validate_and_sync_distributed_optimizer_settings",
+        "_validate_mixed_precision_consistency",
+        "_validate_fine_grained_activation_offloading",
+        "validate_cuda_graph_configuration",
+        "validate_flex_dispatcher_backend",
+        "_validate_modelopt_checkpointing",
+    ),
+)
+TREES = (NEMO_RL, MEGATRON_LM, MEGATRON_BRIDGE, VLLM)
 # Methods a class runs when it is built or used by protocol, and decorators whose methods
 # pydantic or dataclasses call at construction.
 _CLASS_HOOKS = re.compile(r"__\w+__")
@@ -631,6 +675,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--nemo-rl-ref", default="", help="its commit (default: git HEAD)")
     parser.add_argument("--megatron-lm", type=Path, help="a Megatron-LM checkout")
     parser.add_argument("--megatron-lm-ref", default="", help="its commit (default: git HEAD)")
+    parser.add_argument("--megatron-bridge", type=Path, help="a Megatron-Bridge checkout")
+    parser.add_argument("--megatron-bridge-ref", default="", help="its commit (default: git HEAD)")
     parser.add_argument("--vllm", type=Path, help="vLLM's import root (default: installed)")
     parser.add_argument("--vllm-ref", default="", help="its version (default: installed)")
     parser.add_argument("--data", type=Path, default=DATA, help="the classified inventory")
@@ -641,10 +687,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     roots = {
         NEMO_RL.repo: (args.nemo_rl, args.nemo_rl_ref or _git_commit(args.nemo_rl)),
         MEGATRON_LM.repo: (args.megatron_lm, args.megatron_lm_ref),
+        MEGATRON_BRIDGE.repo: (args.megatron_bridge, args.megatron_bridge_ref),
         VLLM.repo: (args.vllm or vllm_root, args.vllm_ref or ("" if args.vllm else vllm_version)),
     }
     if args.megatron_lm and not args.megatron_lm_ref:
         roots[MEGATRON_LM.repo] = (args.megatron_lm, _git_commit(args.megatron_lm))
+    if args.megatron_bridge and not args.megatron_bridge_ref:
+        roots[MEGATRON_BRIDGE.repo] = (args.megatron_bridge, _git_commit(args.megatron_bridge))
     data = load_data(args.data)
     sources = dict(data.get("sources", {}))
     scans = []

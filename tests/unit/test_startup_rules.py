@@ -3,8 +3,9 @@
 Two kinds of test:
 
 * the rule table against ``src/rlgate/data/nemo_rl_asserts.json`` (tools/assert_inventory.py's
-  classified inventory of NeMo RL 7ea279a, Megatron-core and vLLM): every source a rule cites
-  is one inventoried site, every config-decidable site that names a rule is cited by it;
+  classified inventory of NeMo RL 7ea279a, Megatron-core, Megatron Bridge and vLLM): every
+  source a rule cites is one inventoried site, every config-decidable site that names a rule
+  is cited by it;
 * each rule on rlgate's own target recipe, broken by one Hydra override the way NeMo RL would
   refuse it: the rule reports the key and the value and cites its source; the unbroken recipe
   raises none of these findings (NeMo RL's published configs: tests/functional/
@@ -42,6 +43,7 @@ TARGET = RECIPES / "grpo-qwen3.5-35ba3b-4n8g-megatron-ep16tp2cp2-async1off-gym-s
 PINS = {
     "NVIDIA-NeMo/RL": "7ea279abfbeb698b092856d0dab61e7cf39bc909",
     "NVIDIA/Megatron-LM": "14346b65a2d0790e451919858f7771078105c5f0",
+    "NVIDIA-NeMo/Megatron-Bridge": "8c46dc4259080c510b7455f43e836fdff222c5d3",
 }
 
 
@@ -1132,6 +1134,110 @@ WARNINGS: dict[str, list[tuple[list[str], str, str]]] = {
 }
 
 
+# bridge (Megatron Bridge's ConfigContainer.validate; the target: DP 4, train_global_batch_size
+# 64, max_num_steps 20, scheduler lr_decay_iters 1000000, lr_warmup_iters 0, weight decay 0.0).
+S = "policy.megatron_cfg.scheduler"
+MUTATIONS |= {
+    "bridge-scheduler-max-steps": [([f"++{S}.max_steps=0"], f"{S}.max_steps", "max_steps 0")],
+    "bridge-scheduler-weight-decay": [
+        ([f"{S}.start_weight_decay=-0.1"], f"{S}.start_weight_decay", "-0.1 < 0"),
+        (
+            [f"{S}.start_weight_decay=0.1"],
+            f"{S}.end_weight_decay",
+            "end_weight_decay 0.0 < start_weight_decay 0.1",
+        ),
+    ],
+    "bridge-scheduler-override": [
+        (
+            [f"++{S}.use_checkpoint_opt_param_scheduler=true"],
+            f"{S}.use_checkpoint_opt_param_scheduler",
+            "both true",
+        )
+    ],
+    "bridge-scheduler-iters-samples": [
+        (
+            [f"++{S}.lr_warmup_samples=8"],
+            f"{S}.lr_warmup_samples",
+            "sample-based lr_warmup_samples beside iteration-based lr_decay_iters",
+        ),
+        (
+            [f"{S}.lr_decay_iters=null", f"++{S}.lr_decay_samples=1000"],
+            f"{S}.lr_decay_samples",
+            "lr_decay_samples in iteration-based training",
+        ),
+        (
+            [f"{S}.lr_decay_iters=null", f"++{S}.lr_warmup_samples=8"],
+            f"{S}.lr_warmup_samples",
+            "lr_warmup_samples in iteration-based training",
+        ),
+    ],
+    "bridge-scheduler-warmup-fraction": [
+        (
+            [f"++{S}.lr_warmup_fraction=0.1", f"{S}.lr_warmup_iters=5"],
+            f"{S}.lr_warmup_fraction",
+            "lr_warmup_fraction with lr_warmup_iters 5",
+        )
+    ],
+    "bridge-scheduler-decay-steps": [
+        ([f"{S}.lr_decay_iters=0"], f"{S}.lr_decay_iters", "lr_decay_iters 0"),
+        (
+            [f"{S}.lr_decay_iters=null", "grpo.max_num_steps=0"],
+            "grpo.max_num_steps",
+            "max_num_steps 0 with no scheduler.lr_decay_iters",
+        ),
+    ],
+    "bridge-global-batch-dp": [
+        (
+            ["policy.train_global_batch_size=66"],
+            "policy.train_global_batch_size",
+            "train_global_batch_size 66 is not a multiple of the data-parallel size 4",
+        )
+    ],
+    "bridge-optimizer-bf16-fp16": [
+        (
+            ["policy.megatron_cfg.optimizer.fp16=true"],
+            "policy.megatron_cfg.optimizer.fp16",
+            "optimizer.bf16 and optimizer.fp16 both true",
+        )
+    ],
+    "bridge-activation-offload-impl": [
+        (
+            _offload("[core_attn]", "transformer_impl=local"),
+            "policy.megatron_cfg.transformer_impl",
+            "fine_grained_activation_offloading with transformer_impl 'local'",
+        )
+    ],
+    "bridge-cuda-graph-local": [
+        (
+            [f"{M}.cuda_graph_impl=local", f"{M}.cuda_graph_modules=[moe_preprocess]"],
+            "policy.megatron_cfg.cuda_graph_modules",
+            "cuda_graph_impl 'local' with cuda_graph_modules ['moe_preprocess']",
+        ),
+        (
+            [f"{M}.cuda_graph_impl=local"],
+            "policy.megatron_cfg.cuda_graph_impl",
+            "cuda_graph_impl 'local' with inference_cuda_graph_scope None",
+        ),
+    ],
+}
+WARNINGS |= {
+    "bridge-scheduler-max-steps-iters": [
+        (
+            [f"++{S}.max_steps=10"],
+            f"{S}.max_steps",
+            "scheduler.max_steps 10 < grpo.max_num_steps 20",
+        )
+    ],
+    "bridge-activation-offload-env": [
+        (
+            _offload("[core_attn]"),
+            "policy.megatron_cfg.env_vars",
+            "without env_vars.NVTE_CPU_OFFLOAD_V1 '1'",
+        )
+    ],
+}
+
+
 def _cases(table):
     return [
         pytest.param(code, *case, id=f"{code}-{i}")
@@ -1165,13 +1271,10 @@ def test_accepted_but_risky_mutation_is_a_warning(code, overrides, key, fragment
 
 
 # Each a near miss of a megatron-cuda-graph-modules mutation that Megatron-core's
-# __post_init__ accepts (Bridge's validate_cuda_graph_configuration still refuses `local` with
-# cuda_graph_modules; no rule of rlgate's cites it, Bridge is not inventoried).
+# __post_init__ accepts and Megatron Bridge's validate_cuda_graph_configuration too.
 CUDA_GRAPH_ACCEPTED = [
     [f"{M}.cuda_graph_impl=local", f"{M}.inference_cuda_graph_scope=block"],
     [f"{M}.cuda_graph_impl=full_iteration", f"{M}.cuda_graph_modules=[]"],
-    [f"{M}.cuda_graph_impl=local", f"{M}.cuda_graph_modules=[moe_preprocess]"],  # adds moe_router
-    _selective("[moe]", "cuda_graph_impl=local", "cuda_graph_modules=[moe_router]"),
     _selective(
         "[core_attn]",
         "cuda_graph_impl=transformer_engine",
@@ -1179,19 +1282,39 @@ CUDA_GRAPH_ACCEPTED = [
         "model_overrides.attention_dropout=0.1",
     ),
     _selective("[core_attn]", "cuda_graph_impl=full_iteration"),  # no dropout override
-    _offload("[moe_act]", "cuda_graph_impl=local", "cuda_graph_modules=[moe_router]"),
     _offload("[core_attn]", "cuda_graph_impl=transformer_engine", "cuda_graph_warmup_steps=1"),
     _offload("[core_attn]", "cuda_graph_impl=none", "cuda_graph_modules=[moe]"),
 ]
+# Near misses Megatron-core accepts but Bridge refuses first: `local` with cuda_graph_modules
+# (bridge-cuda-graph-local).
+CUDA_GRAPH_BRIDGE_REFUSED = [
+    [f"{M}.cuda_graph_impl=local", f"{M}.cuda_graph_modules=[moe_preprocess]"],  # adds moe_router
+    _selective("[moe]", "cuda_graph_impl=local", "cuda_graph_modules=[moe_router]"),
+    _offload("[moe_act]", "cuda_graph_impl=local", "cuda_graph_modules=[moe_router]"),
+]
+
+
+def _rule_check(code: str, overrides: list[str]) -> list[Any]:
+    config = Config(load_recipe(TARGET, overrides, strict=False).config)
+    return list(next(r for r in rules() if r.code == code).check(config))
 
 
 @pytest.mark.parametrize("overrides", CUDA_GRAPH_ACCEPTED, ids=lambda o: " ".join(o))
 def test_cuda_graph_modules_near_misses_are_accepted(overrides):
-    config = Config(load_recipe(TARGET, overrides, strict=False).config)
-    assert (
-        list(next(r for r in rules() if r.code == "megatron-cuda-graph-modules").check(config))
-        == []
-    )
+    assert _rule_check("megatron-cuda-graph-modules", overrides) == []
+    assert _rule_check("bridge-cuda-graph-local", overrides) == []
+
+
+@pytest.mark.parametrize("overrides", CUDA_GRAPH_BRIDGE_REFUSED, ids=lambda o: " ".join(o))
+def test_local_cuda_graph_modules_pass_megatron_core_and_fail_bridge(overrides):
+    assert _rule_check("megatron-cuda-graph-modules", overrides) == []
+    (found,) = _rule_check("bridge-cuda-graph-local", overrides)
+    assert found.key == "policy.megatron_cfg.cuda_graph_modules"
+
+
+def test_bridge_offload_env_is_quiet_with_the_variable():
+    env = "++policy.megatron_cfg.env_vars={NVTE_CPU_OFFLOAD_V1:'1'}"
+    assert _rule_check("bridge-activation-offload-env", [*_offload("[core_attn]"), env]) == []
 
 
 def test_every_registered_rule_has_a_mutation():
@@ -1334,6 +1457,7 @@ def test_recipe_rules_sources_use_the_startup_source_type():
 
 NEMO_RL = os.environ.get("NEMO_RL_DIR")
 MEGATRON_LM = os.environ.get("MEGATRON_LM_DIR")
+MEGATRON_BRIDGE = os.environ.get("MEGATRON_BRIDGE_DIR")
 needs_nemo_rl = pytest.mark.skipif(not NEMO_RL, reason="set NEMO_RL_DIR to a NeMo RL checkout")
 REPO = Path(__file__).resolve().parents[2]
 
@@ -1355,7 +1479,8 @@ class TestAtTheCheckout:
     """Opt-in: the rules' sources against a real NeMo RL checkout (verified at 7ea279a).
 
     With MEGATRON_LM_DIR (Megatron-LM at the commit NeMo RL's Megatron-Bridge pins) the
-    Megatron-core sources are checked too; vLLM's are read from the installed package.
+    Megatron-core sources are checked too, with MEGATRON_BRIDGE_DIR (Megatron-Bridge at NeMo
+    RL's submodule pin) Megatron Bridge's; vLLM's are read from the installed package.
     """
 
     @pytest.fixture(scope="class")
@@ -1363,6 +1488,8 @@ class TestAtTheCheckout:
         scans = [tool.scan(tool.NEMO_RL, Path(NEMO_RL))]
         if MEGATRON_LM:
             scans.append(tool.scan(tool.MEGATRON_LM, Path(MEGATRON_LM)))
+        if MEGATRON_BRIDGE:
+            scans.append(tool.scan(tool.MEGATRON_BRIDGE, Path(MEGATRON_BRIDGE)))
         vllm_root, _ = tool._installed_vllm()
         scans.append(tool.scan(tool.VLLM, vllm_root))
         return {s.tree.repo: s for s in scans}
@@ -1373,7 +1500,7 @@ class TestAtTheCheckout:
         for code, src in cited_sources():
             found = scanned.get(src.repo)
             if found is None:
-                continue  # Megatron-LM not given
+                continue  # Megatron-LM or Megatron-Bridge not given
             sites = [
                 {**dataclasses.asdict(s), "id": "", "class": "config", "rules": [code]}
                 for s in found.sites

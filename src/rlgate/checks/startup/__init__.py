@@ -1,4 +1,4 @@
-"""The start-up asserts of NeMo RL (and Megatron-core, vLLM) as ``recipe check`` rules.
+"""The start-up asserts of NeMo RL (and Megatron-core, Megatron Bridge, vLLM) as rules.
 
 A *rule* is one function of a module of this package, registered with :func:`rule`:
 
@@ -19,9 +19,9 @@ no rule's ``when`` holds; when one holds and no ``config.json`` is found, the ru
 ``insist`` make the check *skipped* (not run, exit 3), the others are named in its reason.
 
 The module a rule is in is its *area* (``training``, ``sharding``, ``loss``,
-``generation``, ``grpo``, ``checkpointing``): ``rlgate recipe check`` runs each area as one
-check (:data:`AREAS`, in that order). Adding a rule is adding a function to the module of
-its area, and its test; a new area is a new module and one entry of :data:`AREAS`.
+``generation``, ``grpo``, ``checkpointing``, ``bridge``): ``rlgate recipe check`` runs each
+area as one check (:data:`AREAS`, in that order). Adding a rule is adding a function to the
+module of its area, and its test; a new area is a new module and one entry of :data:`AREAS`.
 
 Every rule reads the config as NeMo RL does: a key NeMo RL reads with ``.get(k, default)``
 or a pydantic default is read with that default; a key it indexes directly is read as
@@ -45,6 +45,7 @@ from rlgate.serving.model_config import ModelConfig, find_model_config, load_mod
 
 __all__ = [
     "AREAS",
+    "MEGATRON_BRIDGE",
     "MEGATRON_LM",
     "NEMO_RL",
     "VLLM",
@@ -62,10 +63,16 @@ __all__ = [
 ]
 
 NEMO_RL, MEGATRON_LM, VLLM = "NVIDIA-NeMo/RL", "NVIDIA/Megatron-LM", "vllm"
-_LIBRARY = {NEMO_RL: "", MEGATRON_LM: "Megatron-core ", VLLM: "vLLM "}
+MEGATRON_BRIDGE = "NVIDIA-NeMo/Megatron-Bridge"
+_LIBRARY = {
+    NEMO_RL: "",
+    MEGATRON_LM: "Megatron-core ",
+    MEGATRON_BRIDGE: "Megatron Bridge ",
+    VLLM: "vLLM ",
+}
 
 #: The rule modules, in the order ``recipe check`` runs them (each is one check).
-AREAS = ("training", "sharding", "loss", "generation", "grpo", "checkpointing")
+AREAS = ("training", "sharding", "loss", "generation", "grpo", "checkpointing", "bridge")
 
 
 @dataclass(frozen=True, slots=True)

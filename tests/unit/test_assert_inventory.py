@@ -220,3 +220,41 @@ def test_an_or_condition_keeps_its_parentheses_in_when(inv, tmp_path):
     tree = inv.Tree("NVIDIA-NeMo/RL", "nemo_rl", scope=SCOPE)
     (site,) = [s for s in inv.scan(tree, root).sites if s.kind == "raise"]
     assert site.when == "config['peft'] and ('dim' not in config or config['dim'] is None)"
+
+
+def test_megatron_bridge_is_scanned_for_its_listed_functions_only(
+    inv, tree, tmp_path, monkeypatch, capsys
+):
+    bridge = tmp_path / "megatron-bridge"
+    _write(
+        bridge,
+        "src/megatron/bridge/training/config.py",
+        """
+        class ConfigContainer:
+            def validate(self):
+                assert self.train.micro_batch_size == 1, "mbs"
+
+            def log_non_default_values(self):
+                raise ValueError("not in the listed functions")
+        """,
+    )
+    small = inv.Tree(
+        "NVIDIA-NeMo/Megatron-Bridge",
+        "megatron_bridge",
+        scope=("src/megatron/bridge/training/config.py",),
+        functions=("ConfigContainer.validate",),
+    )
+    monkeypatch.setattr(inv, "MEGATRON_BRIDGE", small)
+    monkeypatch.setattr(inv, "TREES", (inv.NEMO_RL, small))
+    data = tmp_path / "asserts.json"
+    args = [str(tree), "--nemo-rl-ref", COMMIT, "--data", str(data), "--megatron-bridge"]
+    assert inv.main([*args, str(bridge)]) == 2  # not a git checkout and no ref
+    assert "pass --megatron-bridge-ref" in capsys.readouterr().err
+    assert inv.main([*args, str(bridge), "--megatron-bridge-ref", COMMIT, "--update"]) == 1
+    assert f"NVIDIA-NeMo/Megatron-Bridge `{COMMIT[:10]}`" in capsys.readouterr().out
+    saved = json.loads(data.read_text())
+    sites = [s for s in saved["sites"] if s["repo"] == small.repo]
+    assert [(s["function"], s["test"], s["class"]) for s in sites] == [
+        ("ConfigContainer.validate", "self.train.micro_batch_size == 1", None)
+    ]
+    assert saved["sources"][small.repo]["functions"] == ["ConfigContainer.validate"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rlgate.checks.startup import MEGATRON_BRIDGE, Config, Source, Violation, rule
+from rlgate.checks.startup.training import CUDA_GRAPH_MODULES
 from rlgate.recipe.findings import Severity
 
 CONFIG = "src/megatron/bridge/training/config.py"
@@ -322,13 +323,12 @@ def activation_offload_env(cfg: Config) -> Iterator[Violation]:
         )
 
 
-# CudaGraphModule's members at Megatron-core 14346b6; Bridge's set_cuda_graph_modules maps each
-# name with CudaGraphModule[name] (another name fails there, in setup_model_config).
-CUDA_GRAPH_MODULES = ("attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba")
-
-
 def _graph_modules(value: object) -> list[str] | None:
-    """Bridge's ``cuda_graph_module_names`` of a ``cuda_graph_modules`` value (None: unknown)."""
+    """Bridge's ``cuda_graph_module_names`` of a ``cuda_graph_modules`` value.
+
+    None for a name ``CudaGraphModule`` lacks: Bridge's ``set_cuda_graph_modules`` fails on it
+    first, in ``setup_model_config``.
+    """
     if isinstance(value, str):
         names = [] if value in ("", "full") else value.split(",")
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):

@@ -197,6 +197,13 @@ MUTATIONS = {
         "moe_shared_expert_overlap with moe_token_dispatcher_type 'allgather' on a model with "
         "shared experts (intermediate size 512)",
     ),
+    # bridge: the target's Megatron CP 2 against a length not divisible by 2 x CP = 4
+    "megatron-cp-seq-length": (
+        [],
+        {"max_position_embeddings": 262146},
+        f"{MCFG}.context_parallel_size",
+        "max_position_embeddings 262146 (the provider's seq_length) is not a multiple of 2 x CP",
+    ),
 }
 
 

@@ -7,8 +7,9 @@ activation-offload modules against the Megatron model's experts, refuses context
 parallelism for Gemma3 in the DTensor worker, and maps the Megatron layers onto pipeline
 stages for ``nccl_reshard`` refit. Megatron-core's ``TransformerConfig.__post_init__`` checks
 the Megatron parallel sizes against the heads, KV heads, gated delta net heads, experts, shared
-experts and layers that Megatron Bridge's provider takes from the model. Each rule's ``when`` is
-the config side of its site.
+experts and layers that Megatron Bridge's provider takes from the model, and Megatron Bridge's
+``ConfigContainer.validate`` the provider's ``seq_length`` against context parallelism. Each
+rule's ``when`` is the config side of its site.
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from rlgate.checks.startup import MEGATRON_LM, VLLM, Config, Source, Violation, model_rule
+from rlgate.checks.startup import (
+    MEGATRON_BRIDGE,
+    MEGATRON_LM,
+    VLLM,
+    Config,
+    Source,
+    Violation,
+    model_rule,
+)
 from rlgate.recipe.findings import Severity
 from rlgate.serving.model_config import ModelConfig, VllmArchitecture, vllm_architecture
 
@@ -731,4 +740,37 @@ def megatron_shared_expert_overlap(cfg: Config, model: ModelConfig) -> Iterator[
             f"moe_shared_expert_overlap with moe_token_dispatcher_type "
             f"{_overlap_dispatcher(cfg)!r} on a model with shared experts (intermediate size "
             f"{size})",
+        )
+
+
+def _bridge_cp(cfg: Config) -> int | None:
+    """Megatron CP > 1 with the provider's own ``seq_length`` (not one ``model_overrides`` sets)."""
+    overrides = cfg.section(f"{MCFG}.model_overrides") or {}
+    return None if "seq_length" in overrides else _megatron_size(cfg, "context_parallel_size")
+
+
+@model_rule(
+    "megatron-cp-seq-length",
+    Source(
+        "src/megatron/bridge/training/config.py",
+        "ConfigContainer.validate",
+        "Sequence length must be divisible by 2 * context parallel size",
+        repo=MEGATRON_BRIDGE,
+    ),
+    when=lambda cfg: _bridge_cp(cfg) is not None,
+    insist=False,  # CP > 1 is ordinary
+)
+def megatron_cp_seq_length(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Megatron CP against the provider's ``seq_length`` (the HF ``max_position_embeddings``).
+
+    The model bridges map ``max_position_embeddings`` (of ``text_config`` when nested) to the
+    provider's ``seq_length``; NeMo RL never sets it, and ``validate`` asserts it divides by
+    2 x CP.
+    """
+    cp, length = _bridge_cp(cfg), model.text.max_position_embeddings
+    if cp is not None and length is not None and length % (2 * cp):
+        yield Violation(
+            f"{MCFG}.context_parallel_size",
+            f"Megatron CP {cp}: the model's max_position_embeddings {length} (the provider's "
+            f"seq_length) is not a multiple of 2 x CP = {2 * cp}",
         )

@@ -36,7 +36,8 @@ Exit 0 when every site is classified and no classified site vanished, 1 otherwis
 RL bump shows the diff), 2 for bad arguments. ``--update`` rewrites the data file with the
 scan (new sites unclassified: ``class`` null), keeping every matched classification; the
 vanished ones are printed, not kept. ``--coverage FILE`` rewrites the numbers between the
-``<!-- inventory:begin -->`` and ``<!-- inventory:end -->`` markers of FILE.
+``<!-- inventory:begin -->`` and ``<!-- inventory:end -->`` markers of FILE. ``--outside``
+lists, per file, the reached sites of files outside the scope (the next files to add).
 """
 
 from __future__ import annotations
@@ -365,6 +366,7 @@ class Scan:
     sites: list[Site] = field(default_factory=list)
     functions: dict[tuple[str, str], ast.AST] = field(default_factory=dict)
     outside: int = 0  # reached sites in files outside the scope
+    outside_files: Counter[str] = field(default_factory=Counter)  # ... per file
 
 
 def _globbed(root: Path, patterns: Iterable[str]) -> list[Path]:
@@ -395,7 +397,10 @@ def scan(tree: Tree, root: Path) -> Scan:
     for scanner in scanners:
         if scanner.rel not in scope:
             if reached is not None:
-                out.outside += sum((scanner.rel, s.function) in reached for s in scanner.sites)
+                hits = sum((scanner.rel, s.function) in reached for s in scanner.sites)
+                out.outside += hits
+                if hits:
+                    out.outside_files[scanner.rel] = hits
             continue
         for qual, node in [*scanner.functions.items(), *scanner.classes.items()]:
             out.functions[(scanner.rel, qual)] = node
@@ -682,6 +687,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA, help="the classified inventory")
     parser.add_argument("--update", action="store_true", help="merge the scan into --data")
     parser.add_argument("--coverage", type=Path, help="rewrite the numbers in this Markdown file")
+    parser.add_argument(
+        "--outside", action="store_true", help="list the reached sites outside the scope per file"
+    )
     args = parser.parse_args(argv)
     vllm_root, vllm_version = _installed_vllm()
     roots = {
@@ -720,6 +728,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = diff(scans, data)
     table = coverage_table(result.merged, sources)
     print(table)
+    if args.outside:
+        for found in scans:
+            if found.outside_files:
+                print(f"\n{found.tree.repo}: reached sites in files outside the scope")
+                for rel, hits in sorted(found.outside_files.items(), key=lambda x: (-x[1], x[0])):
+                    print(f"  {hits:5d} {rel}")
     if result.new:
         print(f"\n{len(result.new)} site(s) not classified:")
         print("\n".join(_lines(result.new)))

@@ -121,6 +121,7 @@ MEGATRON_LM = Tree(
         "resolve_tensor_parallel_weight_shards",
         "ModelParallelConfig.__post_init__",
         "TransformerConfig.__post_init__",
+        "MLATransformerConfig.__post_init__",
         "initialize_model_parallel",
         "MoELayer.forward",
     ),

@@ -45,6 +45,11 @@ NO_EXPERTS = {"num_experts": None, "num_experts_per_tok": None, "moe_intermediat
 # a dense model: no expert key AND a model type whose transformers defaults hold none (a
 # qwen3_moe config.json without num_experts is 128 experts: its class's default)
 DENSE = {**NO_EXPERTS, "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
+IOPT = f"++{MCFG}.transformer_impl=inference_optimized"
+SELECTIVE = [f"++{MCFG}.recompute_granularity=selective"]  # the recipe checkpoints activations
+TE_GRAPH = [f"++{MCFG}.cuda_graph_impl=transformer_engine"]
+GEN = "policy.generation.mcore_generation_config"
+MEGATRON_GEN = ["policy.generation.backend=megatron", "policy.generation.colocated.enabled=false"]
 
 
 @pytest.fixture
@@ -203,6 +208,70 @@ MUTATIONS = {
         {"max_position_embeddings": 262146},
         f"{MCFG}.context_parallel_size",
         "max_position_embeddings 262146 (the provider's seq_length) is not a multiple of 2 x CP",
+    ),
+    # Megatron-core's TransformerConfig.__post_init__ on what Megatron Bridge's bridge sets
+    "megatron-inference-optimized-moe": (
+        [IOPT, f"{MCFG}.expert_tensor_parallel_size=2"],
+        {},
+        f"{MCFG}.expert_tensor_parallel_size",
+        "inference_optimized with expert_tensor_parallel_size 2 on a MoE model (128 experts)",
+    ),
+    "megatron-inference-optimized-layers": (
+        [IOPT],
+        {"model_type": "qwen3_next"},
+        f"{MCFG}.transformer_impl",
+        "on a qwen3_next model, whose Megatron Bridge provider has zero-centred RMSNorm gamma",
+    ),
+    "megatron-recompute-model-modules": (
+        [*SELECTIVE, f"++{MCFG}.recompute_modules=[core_attn,moe_act]"],
+        DENSE,
+        f"{MCFG}.recompute_modules",
+        "recompute_modules has moe_act but moe_grouped_gemm is off (a dense model)",
+    ),
+    "megatron-bias-activation-fusion": (
+        [f"{MCFG}.bias_activation_fusion=true"],
+        {"hidden_act": "relu2"},
+        f"{MCFG}.bias_activation_fusion",
+        "bias_activation_fusion on a model whose activation is squared_relu",
+    ),
+    "megatron-dsa-rope-fusion": (
+        [f"{MCFG}.apply_rope_fusion=true"],
+        {"model_type": "glm_moe_dsa"},
+        f"{MCFG}.apply_rope_fusion",
+        "apply_rope_fusion on a DeepSeek sparse attention model",
+    ),
+    "megatron-dsv4-pipeline-layout": (
+        [
+            f"{MCFG}.pipeline_model_parallel_size=2",
+            f"++{MCFG}.num_layers_in_first_pipeline_stage=20",
+        ],
+        {"model_type": "deepseek_v4"},
+        f"{MCFG}.num_layers_in_first_pipeline_stage",
+        "num_layers_in_first_pipeline_stage with PP 2 on DeepSeek-V4",
+    ),
+    "megatron-moe-bias-etp": (
+        [f"{MCFG}.expert_tensor_parallel_size=2"],
+        {"model_type": "gpt_oss", "architectures": ["GptOssForCausalLM"]},
+        f"{MCFG}.expert_tensor_parallel_size",
+        "expert_tensor_parallel_size 2 on GPT-OSS, whose experts have linear bias",
+    ),
+    "megatron-router-groups-experts": (
+        [f"++{MCFG}.moe_router_num_groups=12", f"++{MCFG}.moe_router_group_topk=2"],
+        {},
+        f"{MCFG}.moe_router_num_groups",
+        "moe_router_num_groups 12 does not divide the model's 128 routed experts",
+    ),
+    "megatron-cuda-graph-moe": (
+        [*TE_GRAPH, f"++{MCFG}.cuda_graph_modules=[attn,mlp]"],
+        {},
+        f"{MCFG}.cuda_graph_modules",
+        "cuda_graph_modules has mlp, but every layer of the model is MoE",
+    ),
+    "megatron-allgather-variable-seq": (
+        [f"{MCFG}.moe_token_dispatcher_type=allgather"],
+        {"model_type": "kimi_k3"},
+        f"{MCFG}.moe_token_dispatcher_type",
+        "moe_token_dispatcher_type allgather on Kimi K3, whose provider sets variable_seq_lengths",
     ),
 }
 
@@ -560,3 +629,174 @@ def test_a_moe_config_that_leaves_its_experts_out_is_moe_by_its_class_s_defaults
     unknown.write_text(json.dumps({**{k: v for k, v in doc.items() if v is not None},
                                    "model_type": "not_a_transformers_type"}))  # fmt: skip
     assert load_model_config(unknown).experts is None
+
+
+# config.json shapes of other architectures, with the field names of transformers' config
+# classes (DeepseekV3Config, Qwen3NextConfig, Gemma2Config, NemotronHConfig, GptOssConfig);
+# applied over the real Qwen3-Coder file.
+DEEPSEEK_V3 = {
+    "model_type": "deepseek_v3",
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "num_experts": None,
+    "n_routed_experts": 256,
+    "n_group": 8,
+    "topk_group": 4,
+    "kv_lora_rank": 512,
+    "first_k_dense_replace": 3,
+    "moe_intermediate_size": 2048,
+    "n_shared_experts": 1,
+}
+QWEN3_NEXT = {
+    "model_type": "qwen3_next",
+    "architectures": ["Qwen3NextForCausalLM"],
+    "shared_expert_intermediate_size": 512,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32,
+}
+GEMMA2 = {**DENSE, "model_type": "gemma2", "hidden_act": None,
+          "hidden_activation": "gelu_pytorch_tanh"}  # fmt: skip
+NEMOTRON_H = {"model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"],
+              "hidden_act": None, "mlp_hidden_act": "relu2"}  # fmt: skip
+GPT_OSS = {"model_type": "gpt_oss", "architectures": ["GptOssForCausalLM"]}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "changes", "found"),
+    [
+        # inference_optimized MoE layers: ETP, router dtype, grouped-GEMM backend, mxfp8
+        ([IOPT, f"{MCFG}.expert_tensor_parallel_size=2", *NO_EP], DENSE, []),
+        (
+            [IOPT, f"{MCFG}.moe_router_dtype=fp64"],
+            {},
+            [("megatron-inference-optimized-moe", f"{MCFG}.moe_router_dtype")],
+        ),
+        (
+            [IOPT, f"++{MCFG}.inference_grouped_gemm_backend=flashinfer"],
+            {},
+            [("megatron-inference-optimized-moe", f"{MCFG}.inference_grouped_gemm_backend")],
+        ),
+        ([IOPT, f"++{MCFG}.inference_grouped_gemm_backend=flashinfer"], NEMOTRON_H, []),
+        ([IOPT, f"++{MCFG}.inference_grouped_gemm_backend=torch"], {}, []),
+        (
+            [IOPT, f"++{MCFG}.inference_grouped_gemm_backend=cutlass"],
+            NEMOTRON_H,
+            [("megatron-inference-optimized-moe", f"{MCFG}.inference_grouped_gemm_backend")],
+        ),
+        (
+            [IOPT, f"++{MCFG}.fp8_cfg={{enabled:true,fp8:mxfp8,fp8_recipe:mxfp8,fp8_param:true}}"],
+            {},
+            [("megatron-inference-optimized-moe", f"{MCFG}.inference_grouped_gemm_backend")],
+        ),
+        (  # the generation model: mcore_generation_config over megatron_cfg, named as such
+            [
+                *MEGATRON_GEN,
+                f"++{GEN}.transformer_impl=inference_optimized",
+                f"++{GEN}.moe_router_dtype=fp64",
+            ],
+            {},
+            [("megatron-inference-optimized-moe", f"{GEN}.moe_router_dtype")],
+        ),
+        # inference_optimized layers against the bridge's norms and biases
+        (
+            [IOPT],
+            {**DENSE, "model_type": "qwen2"},
+            [("megatron-inference-optimized-layers", f"{MCFG}.transformer_impl")],
+        ),
+        (
+            [IOPT, f"{MCFG}.expert_tensor_parallel_size=1"],
+            GPT_OSS,
+            [("megatron-inference-optimized-layers", f"{MCFG}.transformer_impl")],
+        ),
+        ([IOPT], NEMOTRON_H, []),
+        # selective recompute of modules the model lacks
+        (
+            [*SELECTIVE, f"++{MCFG}.recompute_modules=[mla_up_proj]"],
+            {},
+            [("megatron-recompute-model-modules", f"{MCFG}.recompute_modules")],
+        ),
+        ([*SELECTIVE, f"++{MCFG}.recompute_modules=[mla_up_proj]"], DEEPSEEK_V3, []),
+        ([*SELECTIVE, f"++{MCFG}.recompute_modules=[gdn_norm_out]"], QWEN3_NEXT, []),
+        (  # a model type transformers does not know: its bridge is not known either
+            [*SELECTIVE, f"++{MCFG}.recompute_modules=[gdn_norm_out,mla_up_proj]"],
+            {"model_type": "kimi_k3"},
+            [],
+        ),
+        ([*SELECTIVE, f"++{MCFG}.recompute_modules=[moe_act]"], {}, []),  # the bridge decides
+        (
+            [
+                *SELECTIVE,
+                f"++{MCFG}.recompute_modules=[moe_act]",
+                f"++{MCFG}.moe_grouped_gemm=false",
+            ],
+            {},
+            [("megatron-recompute-model-modules", f"{MCFG}.recompute_modules")],
+        ),
+        (
+            [
+                *SELECTIVE,
+                f"++{MCFG}.recompute_modules=[shared_experts]",
+                f"{MCFG}.moe_shared_expert_overlap=true",
+            ],
+            QWEN3_NEXT,
+            [("megatron-recompute-model-modules", f"{MCFG}.recompute_modules")],
+        ),
+        # bias_activation_fusion against the bridge's activation
+        ([f"{MCFG}.bias_activation_fusion=true"], {}, []),  # silu
+        (
+            [f"{MCFG}.bias_activation_fusion=true", *NO_EP],
+            GEMMA2,
+            [("megatron-bias-activation-fusion", f"{MCFG}.bias_activation_fusion")],
+        ),
+        (
+            [f"{MCFG}.bias_activation_fusion=true"],
+            NEMOTRON_H,
+            [("megatron-bias-activation-fusion", f"{MCFG}.bias_activation_fusion")],
+        ),
+        (
+            [f"{MCFG}.bias_activation_fusion=true"],
+            {"model_type": "kimi_k3"},
+            [("megatron-bias-activation-fusion", f"{MCFG}.bias_activation_fusion")],
+        ),
+        ([f"{MCFG}.bias_activation_fusion=false"], NEMOTRON_H, []),
+        # DeepSeek-V4's pipeline layout: only with an uneven stage and PP > 1
+        ([f"{MCFG}.pipeline_model_parallel_size=2"], {"model_type": "deepseek_v4"}, []),
+        # group-limited routing: megatron_cfg's groups, else the HF config's n_group
+        ([f"++{MCFG}.moe_router_num_groups=8", f"++{MCFG}.moe_router_group_topk=2"], {}, []),
+        (
+            [f"++{MCFG}.moe_router_group_topk=2"],
+            {**DEEPSEEK_V3, "n_group": 6, "n_routed_experts": 256},
+            [("megatron-router-groups-experts", f"{MCFG}.moe_router_num_groups")],
+        ),
+        # CUDA-graph modules against the experts
+        (
+            [*TE_GRAPH, f"++{MCFG}.cuda_graph_modules=[moe_router]", *NO_EP],
+            DENSE,
+            [("megatron-cuda-graph-moe", f"{MCFG}.cuda_graph_modules")],
+        ),
+        (
+            [*TE_GRAPH, f"++{MCFG}.cuda_graph_modules=[moe]"],
+            {},
+            [("megatron-cuda-graph-moe", f"{MCFG}.cuda_graph_modules")],
+        ),
+        ([*TE_GRAPH, f"++{MCFG}.cuda_graph_modules=[attn,moe_router]"], {}, []),
+        ([*TE_GRAPH, f"++{MCFG}.cuda_graph_modules=[mlp]"], DEEPSEEK_V3, []),  # 3 dense layers
+        ([f"++{MCFG}.cuda_graph_modules=[mlp]"], {}, []),  # no CUDA graph impl
+        # the allgather dispatcher on Kimi K3 only
+        ([f"{MCFG}.moe_token_dispatcher_type=allgather"], DEEPSEEK_V3, []),
+        (
+            [*MEGATRON_GEN, f"++{GEN}.moe_token_dispatcher_type=allgather"],
+            {"model_type": "kimi_k3"},
+            [("megatron-allgather-variable-seq", f"{GEN}.moe_token_dispatcher_type")],
+        ),
+    ],
+)
+def test_megatron_rules_on_what_the_bridge_sets(coder, tmp_path, overrides, changes, found):
+    """Each rule against the model side its bridge decides, on realistic config.json shapes."""
+    ours = {c for c in MUTATIONS if c.startswith("megatron-")} - {
+        "megatron-heads-tp", "megatron-ep-dense", "megatron-gdn-heads-tp",
+        "megatron-pp-layer-split", "megatron-shared-expert-overlap",
+        "megatron-moe-offload-dense",
+    }  # fmt: skip
+    result = _model(_copy(coder, tmp_path, **changes), overrides)
+    assert result.state == "ran", result
+    assert [(f.code, f.key) for f in result.findings if f.code in ours] == found, result.findings

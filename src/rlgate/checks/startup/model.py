@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from rlgate.checks.startup import (
     MEGATRON_BRIDGE,
@@ -27,7 +29,12 @@ from rlgate.checks.startup import (
     model_rule,
 )
 from rlgate.recipe.findings import Severity
-from rlgate.serving.model_config import ModelConfig, VllmArchitecture, vllm_architecture
+from rlgate.serving.model_config import (
+    ModelConfig,
+    VllmArchitecture,
+    transformers_default_experts,
+    vllm_architecture,
+)
 
 VCFG = "policy.generation.vllm_cfg"
 VKW = "policy.generation.vllm_kwargs"
@@ -774,3 +781,531 @@ def megatron_cp_seq_length(cfg: Config, model: ModelConfig) -> Iterator[Violatio
             f"Megatron CP {cp}: the model's max_position_embeddings {length} (the provider's "
             f"seq_length) is not a multiple of 2 x CP = {2 * cp}",
         )
+
+
+# -- Megatron-core checks on the fields Megatron Bridge's bridge sets from the model --------
+# Which bridge sets what, read from Megatron Bridge 8c46dc4 (src/megatron/bridge/models/):
+# each table names the bridge file and the model types its register_bridge takes.
+
+GEN = "policy.generation.mcore_generation_config"
+# The fields build_inference_model (megatron/setup.py) applies to the colocated second model:
+# _apply_parallelism_config, _apply_moe_config and transformer_impl (the rest is training's).
+INFERENCE_MODEL_FIELDS = (
+    "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+    "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
+    "sequence_parallel", "expert_tensor_parallel_size", "expert_model_parallel_size",
+    "moe_router_dtype", "moe_router_load_balancing_type", "moe_router_bias_update_rate",
+    "moe_enable_deepep", "moe_token_dispatcher_type", "inference_moe_token_dispatcher_type",
+    "inference_grouped_gemm_backend", "moe_router_num_groups", "moe_router_group_topk",
+    "moe_pad_experts_for_cuda_graph_inference", "moe_shared_expert_overlap",
+    "moe_flex_dispatcher_backend", "moe_hybridep_num_sms", "moe_permute_fusion",
+    "moe_grouped_gemm", "transformer_impl",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Build:
+    """One Megatron model NeMo RL builds: the ``megatron_cfg`` values its provider gets."""
+
+    values: dict[str, Any]
+    gen: frozenset[str]  # the keys mcore_generation_config gives (named in a finding)
+
+    def key(self, field: str) -> str:
+        return f"{GEN}.{field}" if field in self.gen else f"{MCFG}.{field}"
+
+
+def _builds(cfg: Config) -> list[_Build]:
+    """The training model and, with Megatron generation, the inference model NeMo RL builds.
+
+    Non-colocated Megatron generation runs a policy on ``merged_inference_megatron_cfg``
+    (``megatron_cfg`` with ``mcore_generation_config`` over it); colocated generation shares
+    the training model unless ``dedicated_inference_megatron_cfg`` asks for a second one,
+    which ``build_inference_model`` builds from the training provider with only
+    :data:`INFERENCE_MODEL_FIELDS` of the merged config.
+    """
+    from rlgate.checks.startup.training import _dedicated_inference_model
+
+    train = cfg.section(MCFG)
+    if not cfg.megatron or train is None:
+        return []
+    out = [_Build(train, frozenset())]
+    gen = cfg.section(GEN) or {}
+    if cfg.backend != "megatron":
+        return out
+    if not cfg.on("policy.generation.colocated.enabled"):
+        out.append(_Build({**train, **gen}, frozenset(gen)))
+    elif _dedicated_inference_model(cfg):
+        picked = {k: v for k, v in gen.items() if k in INFERENCE_MODEL_FIELDS}
+        out.append(_Build({**train, **picked}, frozenset(picked)))
+    return out
+
+
+def _types(model: ModelConfig) -> set[str]:
+    return {t for t in (model.model_type, model.text.model_type) if t}
+
+
+def _known_type(model: ModelConfig) -> bool:
+    """A model type transformers knows here (its config class's defaults are in the table)."""
+    return any(transformers_default_experts(t) is not None for t in _types(model))
+
+
+def _inference_optimized(cfg: Config) -> list[_Build]:
+    return [b for b in _builds(cfg) if b.values.get("transformer_impl") == "inference_optimized"]
+
+
+# MoE bridges that set gated_linear_unit True (qwen3_moe_bridge.py, qwen3_next_bridge.py,
+# qwen35_bridge.py, qwen3_vl_bridge.py, deepseek_v2/v3/v4_bridge.py, gpt_oss_bridge.py,
+# glm45_bridge.py, glm47_flash_bridge.py, glm5_bridge.py, kimi_bridge.py, kimi_k3_bridge.py,
+# olmoe_bridge.py, minimax_m2_bridge.py); nemotron_h_bridge.py sets squared_relu, no GLU
+# (another type: not decided).
+GLU_MOE_TYPES = (
+    "qwen3_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_vl_moe",
+    "deepseek_v2", "deepseek_v3", "deepseek_v4", "gpt_oss", "glm4_moe", "glm4_moe_lite",
+    "glm_moe_dsa", "kimi_k2", "kimi_k3", "olmoe", "minimax_m2",
+)  # fmt: skip
+GEMM_BACKENDS = (
+    "flashinfer",
+    "torch",
+    "vllm",
+)  # megatron/core/inference/moe::InferenceGroupedGemmBackend
+
+
+def _fp8(build: _Build) -> str | None:
+    """``fp8_cfg.fp8`` when ``fp8_cfg.enabled`` (``_apply_performance_config``), else None."""
+    fp8 = build.values.get("fp8_cfg")
+    if not isinstance(fp8, dict) or fp8.get("enabled") is not True:
+        return None
+    value = fp8.get("fp8")
+    return value if isinstance(value, str) else None
+
+
+@model_rule(
+    "megatron-inference-optimized-moe",
+    _post_init("does not support expert tensor parallelism"),
+    _post_init("requires --moe-router-dtype=fp32"),
+    _post_init("supports gated linear units (SwiGLU/GeGLU) only with"),
+    _post_init("fp8_param must be enabled when using"),
+    _post_init("inference_grouped_gemm_backend must be 'flashinfer', 'torch', or 'vllm'"),
+    _post_init("FlashInfer is not compatible with MXFP8 quantization"),
+    _post_init("vLLM Triton fused MoE only supports BF16"),
+    when=lambda cfg: bool(_inference_optimized(cfg)),
+    insist=False,  # NeMo RL's Nemotron-3 Nano recipes generate with inference_optimized
+)
+def megatron_inference_optimized_moe(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """``transformer_impl: inference_optimized`` on a MoE model: ETP, router dtype, GEMM backend.
+
+    ``megatron_cfg`` or ``mcore_generation_config`` (the generation model) gives it;
+    ``inference_grouped_gemm_backend`` is copied only when given (Megatron-core's default
+    ``vllm`` otherwise), gated linear units are the bridge's (:data:`GLU_MOE_TYPES`).
+    """
+    if not model.experts:
+        return
+    types = _types(model)
+    glu = bool(types & set(GLU_MOE_TYPES))  # a type outside the table: not decided
+    for b in _inference_optimized(cfg):
+        v = b.values
+        etp = v.get("expert_tensor_parallel_size")
+        if isinstance(etp, int) and not isinstance(etp, bool) and etp > 1:
+            yield Violation(
+                b.key("expert_tensor_parallel_size"),
+                f"transformer_impl inference_optimized with expert_tensor_parallel_size {etp} "
+                f"on a MoE model ({model.experts} experts)",
+            )
+        if "moe_router_dtype" in v and v["moe_router_dtype"] != "fp32":
+            yield Violation(
+                b.key("moe_router_dtype"),
+                f"transformer_impl inference_optimized with moe_router_dtype "
+                f"{v['moe_router_dtype']!r} on a MoE model: it needs 'fp32'",
+                1,
+            )
+        backend = v.get("inference_grouped_gemm_backend", "vllm")
+        where, fp8 = b.key("inference_grouped_gemm_backend"), _fp8(b)
+        if glu and backend not in ("torch", "vllm"):
+            yield Violation(
+                where,
+                f"transformer_impl inference_optimized with inference_grouped_gemm_backend "
+                f"{backend!r} on a MoE model with gated linear units (its bridge's SwiGLU)",
+                2,
+            )
+        elif backend not in GEMM_BACKENDS:
+            yield Violation(
+                where,
+                f"inference_grouped_gemm_backend {backend!r} is not one of {GEMM_BACKENDS}",
+                4,
+            )
+        if fp8 == "mxfp8":
+            fp8_cfg = v.get("fp8_cfg") or {}
+            if not fp8_cfg.get("fp8_param"):
+                yield Violation(
+                    b.key("fp8_cfg") + ".fp8_param",
+                    "transformer_impl inference_optimized with fp8 'mxfp8' on a MoE model "
+                    "needs fp8_cfg.fp8_param",
+                    3,
+                )
+            if backend in ("flashinfer", "vllm"):
+                yield Violation(
+                    where,
+                    f"inference_grouped_gemm_backend {backend!r} with fp8 'mxfp8' on a MoE model "
+                    "(only 'torch' takes MXFP8)",
+                    5 if backend == "flashinfer" else 6,
+                )
+
+
+# What inference_optimized layers refuse, by the bridge that sets it: zero-centred RMSNorm
+# gamma (gemma_bridge.py, gemma2_provider.py, qwen3_next_bridge.py, qwen35_bridge.py,
+# nemotron_bridge.py), LayerNorm (nemotron_bridge.py), QKV bias (qwen2_bridge.py), linear
+# bias (gpt_oss_bridge.py).
+ZERO_CENTRED_TYPES = (
+    "gemma", "gemma2", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
+    "qwen3_5_moe_text", "nemotron",
+)  # fmt: skip
+INFERENCE_OPTIMIZED_LAYERS = (
+    ("nemotron",),
+    ZERO_CENTRED_TYPES,
+    ("gpt_oss",),
+    ("qwen2",),
+)
+LAYER_WHAT = (
+    "LayerNorm (normalization must be RMSNorm)",
+    "zero-centred RMSNorm gamma (layernorm_zero_centered_gamma)",
+    "linear bias (add_bias_linear)",
+    "QKV bias (add_qkv_bias)",
+)
+
+
+@model_rule(
+    "megatron-inference-optimized-layers",
+    _post_init("self.normalization == 'RMSNorm'", "asserts"),
+    _post_init("not self.layernorm_zero_centered_gamma", "asserts"),
+    _post_init(
+        "not self.add_bias_linear | self.transformer_impl == 'inference_optimized'", "asserts"
+    ),
+    _post_init("not self.add_qkv_bias", "asserts"),
+    when=lambda cfg: bool(_inference_optimized(cfg)),
+    insist=False,  # NeMo RL's Nemotron-3 Nano recipes generate with inference_optimized
+)
+def megatron_inference_optimized_layers(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """``transformer_impl: inference_optimized`` on a model whose bridge sets what it refuses."""
+    types = _types(model)
+    for b in _inference_optimized(cfg)[:1]:  # the first model built says it
+        for i, (owners, what) in enumerate(
+            zip(INFERENCE_OPTIMIZED_LAYERS, LAYER_WHAT, strict=True)
+        ):
+            if types & set(owners):
+                yield Violation(
+                    b.key("transformer_impl"),
+                    f"transformer_impl inference_optimized on a {sorted(types)[0]} model, whose "
+                    f"Megatron Bridge provider has {what}",
+                    i,
+                )
+
+
+# Bridges whose provider is an MLATransformerConfig (multi_latent_attention True): deepseek_v2/
+# v3/v4_bridge.py, kimi_bridge.py, glm47_flash_bridge.py, glm5_bridge.py (MLAModelProvider).
+MLA_TYPES = (
+    "deepseek_v2", "deepseek_v3", "deepseek_v4", "kimi_k2", "glm4_moe_lite", "glm_moe_dsa",
+)  # fmt: skip
+
+
+def _selective(cfg: Config) -> list[str]:
+    """The selective recompute modules ``_apply_performance_config`` sets ([] otherwise)."""
+    from rlgate.checks.startup.training import _recompute
+
+    granularity, modules = _recompute(cfg)
+    return (modules or []) if granularity == "selective" else []
+
+
+MODEL_RECOMPUTE = ("moe_act", "mla_up_proj", "gdn_norm_out", "shared_experts")
+
+
+@model_rule(
+    "megatron-recompute-model-modules",
+    _post_init("moe_act in recompute_modules is only supported with moe_grouped_gemm"),
+    _post_init("mla_up_proj in recompute_modules is only supported with"),
+    _post_init("gdn_norm_out in recompute_modules is only supported with"),
+    _post_init("shared_experts recompute cannot work with --moe-shared-expert-overlap"),
+    when=lambda cfg: bool(set(_selective(cfg)) & set(MODEL_RECOMPUTE)),
+)
+def megatron_recompute_model_modules(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Selective recompute of a module the model lacks (MoE grouped GEMM, MLA, GDN, overlap).
+
+    ``moe_grouped_gemm`` is ``megatron_cfg``'s when given, else the provider's: False for a
+    dense model (no dense bridge sets it; ``GPTModelProvider``'s default), the MoE bridge's
+    otherwise (not decided). MLA: :data:`MLA_TYPES`; gated delta net: :data:`GDN_TYPES`; a
+    type transformers does not know is not decided.
+    """
+    modules, key = _selective(cfg), f"{MCFG}.recompute_modules"
+    types, known = _types(model), _known_type(model)
+    if "moe_act" in modules:
+        grouped = cfg.flag(f"{MCFG}.moe_grouped_gemm", None)
+        if grouped is None and not cfg.has(f"{MCFG}.moe_grouped_gemm") and model.experts == 0:
+            grouped = False
+        if grouped is False:
+            yield Violation(
+                key,
+                "recompute_modules has moe_act but moe_grouped_gemm is off "
+                f"({'megatron_cfg' if cfg.has(f'{MCFG}.moe_grouped_gemm') else 'a dense model'})",
+            )
+    mla = bool(types & set(MLA_TYPES)) or model.text.extra("kv_lora_rank") is not None
+    if "mla_up_proj" in modules and known and not mla:
+        yield Violation(
+            key, f"recompute_modules has mla_up_proj on a {sorted(types)[0]} model: no MLA", 1
+        )
+    if "gdn_norm_out" in modules and known and not types & set(GDN_TYPES):
+        yield Violation(
+            key,
+            f"recompute_modules has gdn_norm_out on a {sorted(types)[0]} model: no gated delta "
+            "net layers",
+            2,
+        )
+    size = _shared_expert_size(model)
+    if "shared_experts" in modules and cfg.on(f"{MCFG}.moe_shared_expert_overlap") and size:
+        yield Violation(
+            key,
+            "recompute_modules has shared_experts with moe_shared_expert_overlap on a model with "
+            f"shared experts (intermediate size {size})",
+            3,
+        )
+
+
+# The activation a bridge sets over hidden_act (nemotron_h_bridge.py, nemotron_bridge.py:
+# squared_relu; gemma_bridge.py, gemma2_bridge.py: fast_gelu; gpt_oss_bridge.py,
+# minimax_m3_bridge.py: quick_gelu), else Bridge's ACTIVATION_FUNC_MAP on the file's hidden_act
+# / hidden_activation (utils/activation_map.py, model_bridge.py::_hf_config_to_megatron_kwargs).
+BRIDGE_ACTIVATION = {
+    "nemotron_h": "squared_relu",
+    "nemotron": "squared_relu",
+    "gemma": "fast_gelu",
+    "gemma2": "fast_gelu",
+    "gpt_oss": "quick_gelu",
+    "minimax_m3_vl": "quick_gelu",
+}
+ACTIVATION_MAP = {
+    "gelu": "gelu", "relu": "relu", "silu": "silu", "sigmoid": "sigmoid", "tanh": "tanh",
+    "relu2": "squared_relu", "squared_relu": "squared_relu", "gelu_pytorch_tanh": "fast_gelu",
+    "fast_gelu": "fast_gelu", "quick_gelu": "quick_gelu",
+}  # fmt: skip
+FUSED_ACTIVATIONS = ("gelu", "silu", "quick_gelu")  # F.gelu, F.silu, quick_gelu
+TE_ACTIVATION_TYPES = ("kimi_k3",)  # kimi_k3_bridge.py: use_te_activation_func = True
+
+
+def _activation(model: ModelConfig) -> str | None:
+    """The provider's activation function (None: the file does not say)."""
+    for t in _types(model):
+        if t in BRIDGE_ACTIVATION:
+            return BRIDGE_ACTIVATION[t]
+    act = model.text.extra("hidden_act") or model.text.extra("hidden_activation")
+    return ACTIVATION_MAP.get(act) if isinstance(act, str) else None
+
+
+@model_rule(
+    "megatron-bias-activation-fusion",
+    _post_init("When bias_activation_fusion is True, activation function should be either"),
+    _post_init("bias_activation_fusion and use_te_activation_func cannot be both true"),
+    when=lambda cfg: cfg.megatron and cfg.on(f"{MCFG}.bias_activation_fusion"),
+    insist=False,  # grpo_math_1B.yaml sets bias_activation_fusion: true
+)
+def megatron_bias_activation_fusion(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """``bias_activation_fusion`` on an activation it cannot fuse, or TE's activation (Kimi K3)."""
+    act, key = _activation(model), f"{MCFG}.bias_activation_fusion"
+    if act is not None and act not in FUSED_ACTIVATIONS:
+        yield Violation(
+            key,
+            f"bias_activation_fusion on a model whose activation is {act} (fused: gelu, silu, "
+            "quick_gelu); NeMo RL's Nemotron-3 Nano recipes set it false",
+        )
+    if _types(model) & set(TE_ACTIVATION_TYPES):
+        yield Violation(
+            key,
+            "bias_activation_fusion on Kimi K3, whose bridge sets use_te_activation_func",
+            1,
+        )
+
+
+DSA_TYPES = ("glm_moe_dsa",)  # glm5_bridge.py: experimental_attention_variant = "dsa"
+
+
+@model_rule(
+    "megatron-dsa-rope-fusion",
+    _post_init("RoPE fusion is not supported for DSAttention", "asserts"),
+    when=lambda cfg: cfg.megatron and cfg.on(f"{MCFG}.apply_rope_fusion"),
+    insist=False,  # grpo_math_1B.yaml sets apply_rope_fusion: true
+)
+def megatron_dsa_rope_fusion(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """``apply_rope_fusion`` (copied by ``_apply_performance_config``) on a DSA model (GLM-5)."""
+    if _types(model) & set(DSA_TYPES):
+        yield Violation(
+            f"{MCFG}.apply_rope_fusion",
+            "apply_rope_fusion on a DeepSeek sparse attention model (GLM-5: "
+            "experimental_attention_variant 'dsa')",
+        )
+
+
+def _split_with_pp(cfg: Config) -> tuple[int, int | None, int | None] | None:
+    split = _stage_layers(cfg)
+    return split if split is not None and split[0] > 1 else None
+
+
+@model_rule(
+    "megatron-dsv4-pipeline-layout",
+    _post_init("pipeline_model_parallel_layout cannot be set"),
+    when=lambda cfg: _split_with_pp(cfg) is not None,
+)
+def megatron_dsv4_pipeline_layout(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """An uneven first / last pipeline stage on DeepSeek-V4 with PP > 1.
+
+    ``ModelProviderMixin.provide`` (model_provider.py) sets DeepSeek-V4's
+    ``pipeline_model_parallel_layout`` (experimental_attention_variant ``dsv4_hybrid``) when
+    PP > 1 and none is set, then finalizes: the layout conflicts with the stage sizes.
+    """
+    split = _split_with_pp(cfg)
+    if split is not None and "deepseek_v4" in _types(model):
+        key = (
+            "num_layers_in_first_pipeline_stage"
+            if split[1] is not None
+            else ("num_layers_in_last_pipeline_stage")
+        )
+        yield Violation(
+            f"{MCFG}.{key}",
+            f"{key} with PP {split[0]} on DeepSeek-V4, whose provider sets "
+            "pipeline_model_parallel_layout itself",
+        )
+
+
+LINEAR_BIAS_MOE_TYPES = ("gpt_oss",)  # gpt_oss_bridge.py: add_bias_linear = True
+
+
+def _etp(cfg: Config) -> list[tuple[_Build, int]]:
+    out = []
+    for b in _builds(cfg):
+        etp = b.values.get("expert_tensor_parallel_size")
+        if isinstance(etp, int) and not isinstance(etp, bool) and etp > 1:
+            out.append((b, etp))
+    return out
+
+
+@model_rule(
+    "megatron-moe-bias-etp",
+    _post_init("Bias in Moe is only supported when ETP==1", "asserts"),
+    when=lambda cfg: bool(_etp(cfg)),
+    insist=False,
+)
+def megatron_moe_bias_etp(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Expert TP > 1 on a MoE model with linear bias (GPT-OSS)."""
+    if not model.experts or not _types(model) & set(LINEAR_BIAS_MOE_TYPES):
+        return
+    for b, etp in _etp(cfg)[:1]:
+        yield Violation(
+            b.key("expert_tensor_parallel_size"),
+            f"expert_tensor_parallel_size {etp} on GPT-OSS, whose experts have linear bias "
+            "(add_bias_linear)",
+        )
+
+
+def _group_routing(cfg: Config) -> bool:
+    keys = ("moe_router_num_groups", "moe_router_group_topk")
+    return cfg.megatron and any(cfg.has(f"{MCFG}.{k}") for k in keys)
+
+
+@model_rule(
+    "megatron-router-groups-experts",
+    _post_init("num_moe_experts % self.moe_router_num_groups == 0", "asserts"),
+    when=_group_routing,
+)
+def megatron_router_groups(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """Group-limited routing whose groups do not divide the model's routed experts.
+
+    ``_apply_moe_config`` copies ``moe_router_num_groups`` / ``moe_router_group_topk`` when
+    ``megatron_cfg`` has them, else the provider keeps ``n_group`` / ``topk_group`` of the HF
+    config (Bridge's ``CONFIG_MAPPING``); inference_optimized with one group clears both.
+    """
+
+    def pick(field: str, hf: str) -> object:
+        return cfg.get(f"{MCFG}.{field}") if cfg.has(f"{MCFG}.{field}") else model.text.extra(hf)
+
+    groups, topk = (
+        pick("moe_router_num_groups", "n_group"),
+        pick("moe_router_group_topk", "topk_group"),
+    )
+    if cfg.str(f"{MCFG}.transformer_impl") == "inference_optimized" and groups == 1:
+        return
+    ints = all(isinstance(x, int) and not isinstance(x, bool) for x in (groups, topk))
+    if not ints or not topk or not groups or not model.experts:
+        return
+    if model.experts % groups:  # type: ignore[operator]
+        yield Violation(
+            f"{MCFG}.moe_router_num_groups",
+            f"moe_router_num_groups {groups} does not divide the model's {model.experts} "
+            "routed experts",
+        )
+
+
+# MoE bridges that leave moe_layer_freq at 1 (every layer MoE): qwen3_moe_bridge.py (sets
+# decoder_sparse_step 1), olmoe_bridge.py, gpt_oss_bridge.py.
+ALL_MOE_TYPES = ("qwen3_moe", "olmoe", "gpt_oss")
+
+
+def _graphed(cfg: Config) -> list[str]:
+    """Per-layer CUDA-graph modules (``local`` / ``transformer_engine``) on the training model."""
+    from rlgate.checks.startup.training import _graph_modules
+
+    impl = cfg.str(f"{MCFG}.cuda_graph_impl")
+    if not cfg.megatron or impl not in ("local", "transformer_engine"):
+        return []
+    return _graph_modules(cfg, impl) or []
+
+
+@model_rule(
+    "megatron-cuda-graph-moe",
+    _post_init("moe cuda graph is only supported for MoE.", "asserts"),
+    _post_init("mlp cuda graph is only supported for dense layers", "asserts"),
+    _post_init("moe cuda graph is only supported with drop-padding MoE.", "asserts"),
+    when=lambda cfg: bool({"moe", "moe_router", "mlp"} & set(_graphed(cfg))),
+)
+def megatron_cuda_graph_moe(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """CUDA-graph modules against the model's experts.
+
+    ``moe`` / ``moe_router`` need experts; ``mlp`` needs a dense layer; ``moe`` needs
+    drop-padding MoE, which no bridge sets (``moe_expert_capacity_factor`` stays None).
+    """
+    modules, key = _graphed(cfg), f"{MCFG}.cuda_graph_modules"
+    graphed = sorted({"moe", "moe_router"} & set(modules))
+    if model.experts == 0 and graphed:
+        yield Violation(key, f"cuda_graph_modules {graphed} on a model without experts")
+    if not model.experts or model.experts <= 1:
+        return
+    sparse = model.text.extra("decoder_sparse_step")
+    every = _types(model) & set(ALL_MOE_TYPES) and not model.text.extra("mlp_only_layers")
+    if "mlp" in modules and every and sparse in (None, 1):
+        yield Violation(key, "cuda_graph_modules has mlp, but every layer of the model is MoE", 1)
+    if "moe" in modules:
+        yield Violation(
+            key,
+            "cuda_graph_modules has moe on a MoE model without drop-padding "
+            "(moe_expert_capacity_factor)",
+            2,
+        )
+
+
+VARIABLE_SEQ_TYPES = ("kimi_k3",)  # kimi_k3_provider.py: variable_seq_lengths = True
+
+
+def _allgather(cfg: Config) -> list[_Build]:
+    return [b for b in _builds(cfg) if b.values.get("moe_token_dispatcher_type") == "allgather"]
+
+
+@model_rule(
+    "megatron-allgather-variable-seq",
+    _post_init("does not support variable sequence length"),
+    when=lambda cfg: bool(_allgather(cfg)),
+    insist=False,
+)
+def megatron_allgather_variable_seq(cfg: Config, model: ModelConfig) -> Iterator[Violation]:
+    """The allgather token dispatcher on Kimi K3, whose provider sets ``variable_seq_lengths``."""
+    if _types(model) & set(VARIABLE_SEQ_TYPES):
+        for b in _allgather(cfg)[:1]:
+            yield Violation(
+                b.key("moe_token_dispatcher_type"),
+                "moe_token_dispatcher_type allgather on Kimi K3, whose provider sets "
+                "variable_seq_lengths (use alltoall)",
+            )
